@@ -45,4 +45,24 @@ struct BitsMap {
 };
 constexpr const char* kRealBitsMap = "embedding=4,mhc=4,default=2";
 
+// Blob sizes and placement: the arithmetic shared by the reader, the writer and needle-info.
+constexpr uint32_t kCqGroup = 128;  // the group every CQ record is written with
+// Product of a shape (1 for an empty one); Error naming `what` on overflow.
+uint64_t elementCount(const std::vector<uint64_t>& shape, const std::string& what);
+// Bytes of a CQ blob of a [rows, cols] matrix: rows x colsPadded x b / 8 packed bytes (b = 2 for
+// ternary bits 5), then rows x colsPadded / group fp16 norms. Error naming `what` on overflow.
+uint64_t cqBlobBytes(uint64_t rows, uint64_t cols, uint32_t group, uint32_t bits, const std::string& what);
+// The next multiple of 64 at or after `offset`.
+inline uint64_t align64(uint64_t offset) { return (offset + 63) / 64 * 64; }
+
+// Where one record's blob lies in an archive written by writeArchive.
+struct BlobPlacement {
+  uint64_t offset = 0, length = 0;
+  uint32_t group = 0, bits = 0;  // CQ: kCqGroup and the bits map's width; otherwise 0
+};
+// Every record's placement for a layout, a bits map and the tokenizer blob size (used for the RAW
+// record): the first blob at align64(232 + 44 N), each next one at align64(end of the previous one).
+std::vector<BlobPlacement> placeBlobs(const std::vector<TensorSpec>& layout, const BitsMap& bits,
+                                      uint64_t tokenizerBytes);
+
 }  // namespace needle
