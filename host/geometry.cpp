@@ -147,6 +147,9 @@ void validateGeometry(const Geometry& g) {
   // RoPE rotates pairs (m, m + head_dim/2).
   if (g.head_dim < 2 || g.head_dim % 2 != 0)
     fieldError("head_dim", 40, std::to_string(g.head_dim) + " must be even and at least 2 (RoPE pairs)");
+  // The int8 KV cache keeps one scale per 32 values of a head vector (docs/numerics.md).
+  if (g.head_dim % 32 != 0)
+    fieldError("head_dim", 40, std::to_string(g.head_dim) + " is not a multiple of 32 (KV scale blocks)");
 
   if (!isPowerOfTwo(g.hada_n) || g.hada_n < g.d_model || g.hada_n > kMaxHadaN)
     fieldError("hada_n", 48, std::to_string(g.hada_n) + " must be a power of two >= d_model " +

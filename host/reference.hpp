@@ -1,6 +1,7 @@
 // reference.hpp: the fp32 Needle 2 token step, our oracle (docs/model.md follows it step by step).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "archive.hpp"
@@ -27,31 +28,42 @@ struct Trace {
 // session. step() follows docs/model.md in order.
 class Reference {
  public:
+  // Sizes the whole state once. Error when the options cannot work with the geometry (int8 KV needs
+  // head_dim to be a multiple of 32).
   Reference(const Model& model, ReferenceOptions options);
+  ~Reference();
+  Reference(const Reference&) = delete;
+  Reference& operator=(const Reference&) = delete;
 
   // Runs `token` at the next logical position. Returns the logits (vocab) when wantLogits, else an
   // empty vector (prefill skips the vocabulary projection). Error for a token past the vocabulary or
   // when the position would reach max_seq_len; the state is then unchanged.
   const std::vector<float>& step(uint32_t token, bool wantLogits);
   uint32_t position() const { return position_; }
+  // Back to an empty session (position 0); the next steps give the same results as a fresh Reference.
   void reset();
   void setTrace(Trace* trace) { trace_ = trace; }
+  const ReferenceOptions& options() const { return options_; }
 
  private:
-  struct Impl;
+  // Everything that changes from step to step (the session: token history, lanes, KV cache, engram
+  // ring) and the scratch vectors of one step, all sized once in the constructor. See reference.cpp.
+  struct State;
+
+  void embed(uint32_t token);
+  void engramKeysAndValues();
+  void layer(uint32_t i);
+  void attention(uint32_t i);
+  void mlp(uint32_t i);
+  void output();
+
   const Model& model_;
   ReferenceOptions options_;
   uint32_t position_ = 0;
   Trace* trace_ = nullptr;
   std::vector<float> logits_;
-  // State (sized once in the constructor; see reference.cpp for the fields).
-  std::vector<uint32_t> history_;            // every token so far, by logical position
-  std::vector<float> lanes_;                 // lanes x d
-  std::vector<int8_t> kq_, vq_;              // int8 KV: [layer][kv head][slot][head_dim]
-  std::vector<float> kScale_, vScale_;       // [layer][kv head][slot][head_dim / 32]
-  std::vector<float> kf_, vf_;               // f32 KV (kvInt8 = false), same layout
-  std::vector<float> engramRing_;            // [site][ring row][d]: raw v_p at p mod ring rows
-  uint32_t kvSlots_ = 0;                     // sink + kv_window (or max_seq_len when window is 0)
+  const std::vector<float> noLogits_;  // what step() returns when the logits were not wanted
+  std::unique_ptr<State> s_;
 };
 
 // Physical KV row of a logical position: pinned sinks first, then a ring of `window` rows.
@@ -59,5 +71,28 @@ inline uint32_t physicalSlot(uint32_t position, uint32_t sink, uint32_t window) 
   if (position < sink || window == 0) return position;
   return sink + (position - sink) % window;
 }
+
+// The logical positions a query at position p attends to (docs/numerics.md): the pinned sinks
+// [0, sinkEnd) and the window [windowBegin, end), with sinkEnd <= windowBegin <= end = p + 1.
+struct KeyRange {
+  uint32_t sinkEnd = 0, windowBegin = 0, end = 0;
+};
+KeyRange attendedKeys(uint32_t position, uint32_t sink, uint32_t window);
+
+// Engram hash of table `table` (of n-gram order `order`) at position p, over tokens[0..p]; positions
+// before 0 read token 0. Returns the raw accumulator after the final xor-shift; slot = hash % slots.
+uint32_t engramHash(uint32_t table, uint32_t order, const uint32_t* tokens, uint32_t position);
+
+// Log-domain Sinkhorn on an n x n matrix (row-major), in place: `iterations` times, subtract each
+// row's logsumexp, then each column's (both max-subtracted). exp() of the result has columns summing
+// to 1 (and rows to about 1).
+void sinkhornLog(float* m, uint32_t n, uint32_t iterations);
+
+// An activation prepared for CQ products the way the reference does it, without allocating: x zero-
+// padded to m.colsPadded and rotated by H_G per group (f32), and in A8 mode then quantised per 32.
+// Identical, bit for bit, to prepareF32 and prepareA8 of cq.hpp (tests/cpp/reference checks it).
+void prepareF32Into(const CqMatrix& m, const float* x, std::vector<float>& out);
+struct PreparedA8;
+void prepareA8Into(const CqMatrix& m, const float* x, std::vector<float>& scratch, PreparedA8& out);
 
 }  // namespace needle

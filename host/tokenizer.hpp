@@ -50,6 +50,7 @@ class Tokenizer {
   std::vector<uint32_t> encodeImpl(std::string_view utf8, bool dummyPrefix) const;
   TokenizerSpec spec_;
   std::unordered_map<std::string, uint32_t> mergeable_;  // NORMAL and USER_DEFINED surfaces
+  std::unordered_map<std::string, uint32_t> reserved_;   // CONTROL, UNKNOWN and BYTE surfaces
   std::vector<std::string> markers_;                      // USER_DEFINED surfaces, longest first
   std::vector<uint32_t> markerIds_;
   int32_t byteIds_[256];

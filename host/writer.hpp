@@ -40,5 +40,7 @@ FloatModel randomModel(const Geometry& g, uint64_t seed, bool withHeads);
 // Weights from a safetensors file (F32, F16 or BF16 tensors named by TensorSpec::key); geometry from
 // its __metadata__ when present, else `fallback`. Error names the missing or misshapen tensor.
 FloatModel readSafetensors(const std::string& path, const std::optional<Geometry>& fallback);
+// The weights as F32 tensors in layout order, the geometry and head codes in __metadata__.
+void writeSafetensors(const FloatModel& model, const std::string& path);
 
 }  // namespace needle
