@@ -45,6 +45,19 @@ export function resolveFile(urlPath, buildDir) {
   return file.startsWith(path.resolve(base) + path.sep) ? file : null;
 }
 
+// The archives the page can open: [{name, url, bytes}], largest (the real geometry) first.
+export function listModels(modelsDir) {
+  let names = [];
+  try {
+    names = fs.readdirSync(modelsDir).filter((n) => n.endsWith('.cact'));
+  } catch {
+    return [];
+  }
+  return names
+    .map((name) => ({ name, url: `/models/${encodeURIComponent(name)}`, bytes: fs.statSync(path.join(modelsDir, name)).size }))
+    .sort((a, b) => b.bytes - a.bytes);
+}
+
 export function startServer({ port = 8080, host = '127.0.0.1', buildDir = path.join(rootDir, 'build') } = {}) {
   const server = http.createServer((req, res) => {
     const headers = {
@@ -53,11 +66,16 @@ export function startServer({ port = 8080, host = '127.0.0.1', buildDir = path.j
       'Cross-Origin-Resource-Policy': 'same-origin',
       'Cache-Control': 'no-cache',
     };
-    const file = resolveFile(req.url, buildDir);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, headers).end('method not allowed\n');
       return;
     }
+    if (req.url.split('?')[0] === '/models/index.json') {
+      const body = JSON.stringify(listModels(path.join(buildDir, 'models')));
+      res.writeHead(200, { ...headers, 'Content-Type': TYPES['.json'] }).end(body);
+      return;
+    }
+    const file = resolveFile(req.url, buildDir);
     fs.stat(file ?? '', (err, stat) => {
       if (!file || err || !stat.isFile()) {
         res.writeHead(404, { ...headers, 'Content-Type': 'text/plain' }).end('not found\n');
