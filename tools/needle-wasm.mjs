@@ -68,6 +68,7 @@ async function main() {
   const threads = uint(opts.threads, '--threads') ?? 1;
   const generate = uint(opts.generate, '--generate') ?? 0;
   const sink = uint(opts.sink, '--sink') ?? 0;
+  if (opts.seed !== undefined && !/^\d+$/.test(opts.seed)) throw new UsageError(`--seed: '${opts.seed}' is not a non-negative integer`);
   const seed = opts.seed === undefined ? 0n : BigInt(opts.seed);
   const sampler = {
     temperature: num(opts.temperature, '--temperature') ?? 0,

@@ -1,0 +1,3034 @@
+;; engine.wat: the Needle 2 engine in hand-written WebAssembly (text format, assembled by
+;; `wat2wasm --enable-threads`). docs/engine.md describes the memory map, the exports, the ABI, the
+;; thread pool, the kernels and the error codes; docs/numerics.md is the numerics contract that this
+;; module follows so that it matches the C++ reference's A8 mode (host/reference.cpp).
+;;
+;; Constraints that shape every line below:
+;;  * One SHARED memory, imported as env.memory. The driver (a Worker that runs step, the tokenizer and
+;;    the sampler) and the helpers (Workers that only run `helper`) each instantiate this module on it.
+;;  * Globals belong to an instance, so no instance may keep state in a mutable global: every piece of
+;;    state lives in memory at a fixed address (the ADDR_* table below) or in blocks handed out by the
+;;    bump allocator, whose pointers are themselves stored at fixed addresses. The globals of this
+;;    module are immutable constants, exported so that JavaScript never keeps a second copy.
+;;  * No active data segments (each instantiation would copy them over live state again). The one
+;;    passive segment (the expf/logf tables) is copied in by `init`, which only the driver calls;
+;;    the other tables (permutations, int8 codebooks) are computed at load time.
+;;  * Every memory.atomic.wait32 sits in its own tiny function ($wait32): Node 20's baseline compiler
+;;    (Liftoff) loses register-held locals across an inline wait (docs/engine.md, toolchain notes).
+;;  * Nothing traps on bad input: the loader validates the archive first and returns an ERR_* code with
+;;    the failing record index at ADDR_ERR_RECORD.
+(module
+  (import "env" "memory" (memory $mem 1 65536 shared))
+
+  ;; Job functions for the thread pool, called with (begin, end) item ranges.
+  ;; Row kernels (indices 4 + kind, 8 + kind) share the table: (packed row, norms, blocks, mask, levels) -> f32.
+  (type $job_t (func (param i32 i32)))
+  (type $row_t (func (param i32 i32 i32 i32 v128) (result f32)))
+  (table $jobs 12 funcref)
+  (elem (i32.const 0) $job_matvec $job_attention $job_test_fill)   ;; jobs 0..2
+  (elem (i32.const 4) $row2 $row3 $row4 $row2)                     ;; row kernel of kind 0..3
+  (elem (i32.const 8) $row2q $row3 $row4q $row2q)                   ;; the same for groups of 128k (3-bit: never)
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; The address table: every fixed field, with its purpose. All i32 unless noted.
+  ;; ------------------------------------------------------------------------------------------
+  ;; Thread pool (each busy word on its own 64-byte cache line)
+  (global $GEN   (export "ADDR_GEN")   i32 (i32.const 64))   ;; generation of the current job; helpers wait on it
+  (global $DONE  (export "ADDR_DONE")  i32 (i32.const 128))  ;; items of the current job completed; the driver waits on it
+  (global $READY (export "ADDR_READY") i32 (i32.const 192))  ;; helpers started; a helper's slot = its old value
+  (global $NEXT  (export "ADDR_NEXT")  i32 (i32.const 256))  ;; i64: generation << 32 | next unclaimed item
+  (global $JOB   (export "ADDR_JOB")   i32 (i32.const 320))  ;; job: +0 fn, +4 count, +8 chunk
+  (global $THREADS (export "ADDR_THREADS") i32 (i32.const 336)) ;; threads wanted, driver included (>= 1)
+  (global $SPIN  (export "ADDR_SPIN")  i32 (i32.const 340))  ;; spin rounds before a wait
+  (global $QUIT  (export "ADDR_QUIT")  i32 (i32.const 344))  ;; 1: helpers return from `helper`
+  (global $STOP  (export "ADDR_STOP")  i32 (i32.const 384))  ;; 1: generate stops after the current token (set by the page)
+  (global $HEAP_TOP (export "ADDR_HEAP_TOP") i32 (i32.const 448)) ;; bump allocator: first free byte
+  (global $ARGS  (export "ADDR_ARGS")  i32 (i32.const 512))  ;; 16 job arguments (i32 / f32)
+  ;; Engine fields
+  (global $ARCH_PTR (export "ADDR_ARCH_PTR") i32 (i32.const 1024)) ;; archive bytes in memory
+  (global $ARCH_LEN (export "ADDR_ARCH_LEN") i32 (i32.const 1028)) ;; archive length
+  (global $LOADED   (export "ADDR_LOADED")   i32 (i32.const 1032)) ;; 1 once load() succeeded
+  (global $ERR_RECORD (export "ADDR_ERR_RECORD") i32 (i32.const 1036)) ;; failing record index, -1 for none
+  (global $ERR_DETAIL (export "ADDR_ERR_DETAIL") i32 (i32.const 1040)) ;; header field offset, piece index, ...
+  (global $RECS     (export "ADDR_RECS")     i32 (i32.const 1044)) ;; record descriptor table (48 bytes each)
+  (global $NREC     (export "ADDR_NREC")     i32 (i32.const 1048)) ;; records in the directory
+  (global $CORE     (export "ADDR_CORE")     i32 (i32.const 1052)) ;; core records: 1 + 14 L + 9 + 4 S + 1
+  (global $HAS_TOK  (export "ADDR_HAS_TOK")  i32 (i32.const 1056)) ;; 1 if the last record is the tokenizer
+  (global $NHEADS   (export "ADDR_NHEADS")   i32 (i32.const 1060)) ;; probe heads
+  (global $POS      (export "ADDR_POS")      i32 (i32.const 1064)) ;; tokens in the session (next logical position)
+  (global $SINK     (export "ADDR_SINK")     i32 (i32.const 1068)) ;; pinned KV positions of this session
+  (global $KV_SLOTS (export "ADDR_KV_SLOTS") i32 (i32.const 1072)) ;; physical KV rows per layer and KV head
+  (global $KV_CAP   i32 (i32.const 1076))                          ;; rows the KV allocation holds
+  (global $LOGITS   (export "ADDR_LOGITS")   i32 (i32.const 1080)) ;; -> vocab f32 logits of the last step
+  (global $TRACE    (export "ADDR_TRACE")    i32 (i32.const 1084)) ;; -> trace buffer (0: no trace)
+  (global $P_X      i32 (i32.const 1088)) ;; -> lanes x d: the mHC lanes X_k
+  (global $P_NX     i32 (i32.const 1092)) ;; -> lanes x d: rmsunit of the lanes
+  (global $P_NEWX   i32 (i32.const 1096)) ;; -> lanes x d: routed lanes
+  (global $P_U      i32 (i32.const 1100)) ;; -> d
+  (global $P_B      i32 (i32.const 1104)) ;; -> d
+  (global $P_H      i32 (i32.const 1108)) ;; -> d
+  (global $P_Q      i32 (i32.const 1112)) ;; -> H hd
+  (global $P_K      i32 (i32.const 1116)) ;; -> KV hd
+  (global $P_V      i32 (i32.const 1120)) ;; -> KV hd
+  (global $P_GATE   i32 (i32.const 1124)) ;; -> H hd
+  (global $P_O      i32 (i32.const 1128)) ;; -> H hd
+  (global $P_A      i32 (i32.const 1132)) ;; -> d
+  (global $P_X1     i32 (i32.const 1136)) ;; -> d
+  (global $P_Z      i32 (i32.const 1140)) ;; -> hada_n
+  (global $P_Y      i32 (i32.const 1144)) ;; -> d
+  (global $P_XM     i32 (i32.const 1148)) ;; -> d: embedding row / lane mean
+  (global $P_HPRE   i32 (i32.const 1152)) ;; -> lanes
+  (global $P_HPOST  i32 (i32.const 1156)) ;; -> lanes
+  (global $P_ROUTE  i32 (i32.const 1160)) ;; -> lanes x lanes
+  (global $P_RFREQ  i32 (i32.const 1164)) ;; -> hd/2 RoPE frequencies
+  (global $P_RCOS   i32 (i32.const 1168)) ;; -> hd/2 cos at the current position
+  (global $P_RSIN   i32 (i32.const 1172)) ;; -> hd/2 sin
+  (global $P_HIST   (export "ADDR_HIST") i32 (i32.const 1176)) ;; -> max_seq_len u32 token history
+  (global $P_KQ     i32 (i32.const 1180)) ;; -> int8 keys, transposed: [layer][kv head][hd][slot]
+  (global $P_VQ     i32 (i32.const 1184)) ;; -> int8 values [layer][kv head][slot][hd]
+  (global $P_KS     i32 (i32.const 1188)) ;; -> f32 key scales, transposed: [layer][kv head][hd/32][slot]
+  (global $P_VS     i32 (i32.const 1192)) ;; -> f32 value scales [layer][kv head][slot][hd/32]
+  (global $P_SCORES i32 (i32.const 1196)) ;; -> [H][2][kv slots + 8]: scores by slot, then by key
+  (global $P_EE     i32 (i32.const 1204)) ;; -> [site][tables x sub_dim] engram e_p
+  (global $P_EK     i32 (i32.const 1208)) ;; -> [site][d] k_p
+  (global $P_EV     i32 (i32.const 1212)) ;; -> [site][d] tapped v'_p
+  (global $P_ERING  i32 (i32.const 1216)) ;; -> [site][ring rows][d] raw v_p
+  (global $P_ESLOT  i32 (i32.const 1220)) ;; -> tables u32 slot at this position
+  (global $P_EVALID i32 (i32.const 1224)) ;; -> tables u32 1 if the n-gram is whole
+  (global $P_PREPF  i32 (i32.const 1228)) ;; -> f32 prepared activation (max padded cols)
+  (global $P_PREPQ  i32 (i32.const 1232)) ;; -> i16 quantised prepared activation, permuted per width
+  (global $P_PREPS  i32 (i32.const 1236)) ;; -> f32 block scales of the prepared activation
+  (global $MAXPAD   i32 (i32.const 1240)) ;; largest padded column count of any product
+  (global $SQRTD    i32 (i32.const 1244)) ;; f32 sqrt(d_model)
+  (global $P_DQ     i32 (i32.const 1248)) ;; -> f32 scratch of one CQ group (dequantisation)
+  (global $GENERAL  i32 (i32.const 1252)) ;; 1: products use the general kernels only (a test switch)
+  (global $P_SORT   i32 (i32.const 1256)) ;; -> vocab u32 candidate ids (sampler)
+  (global $P_PROB   i32 (i32.const 1260)) ;; -> vocab f32 candidate weights (sampler)
+  (global $RING_ROWS i32 (i32.const 1264)) ;; engram ring rows per site
+  (global $IO_BUF   (export "ADDR_IO_BUF") i32 (i32.const 1268)) ;; -> I/O buffer (text in, ids out)
+  (global $IO_CAP   (export "ADDR_IO_CAP") i32 (i32.const 1272)) ;; its capacity in bytes
+  (global $PREP_SRC i32 (i32.const 1276)) ;; prepared activation: source pointer,
+  (global $PREP_KIND i32 (i32.const 1280)) ;;  permutation kind,
+  (global $PREP_COLS i32 (i32.const 1284)) ;;  cols
+  (global $PREP_GROUP i32 (i32.const 1288)) ;; and group it was prepared for
+  (global $STATE_OK i32 (i32.const 1292)) ;; 1 once the session buffers exist
+  (global $ARCH_CAP i32 (i32.const 1296)) ;; bytes reserved for the archive by archive_buffer
+  ;; The 120-byte header, copied as is: GEO + header offset
+  (global $GEO (export "ADDR_GEO") i32 (i32.const 1536))
+  (global $G_KVWIN i32 (i32.const 1548)) (global $G_VOCAB i32 (i32.const 1556))
+  (global $G_D i32 (i32.const 1560)) (global $G_H i32 (i32.const 1564)) (global $G_KV i32 (i32.const 1568))
+  (global $G_L i32 (i32.const 1572)) (global $G_HD i32 (i32.const 1576)) (global $G_MAXSEQ i32 (i32.const 1580))
+  (global $G_HADA i32 (i32.const 1584)) (global $G_LANES i32 (i32.const 1588)) (global $G_SLOTS i32 (i32.const 1592))
+  (global $G_SUB i32 (i32.const 1596)) (global $G_TABLES i32 (i32.const 1600)) (global $G_TAPS i32 (i32.const 1604))
+  (global $G_DIL i32 (i32.const 1608)) (global $G_NORD i32 (i32.const 1612)) (global $G_ORD i32 (i32.const 1616))
+  (global $G_NSITE i32 (i32.const 1632)) (global $G_SITE i32 (i32.const 1636)) (global $G_THETA i32 (i32.const 1652))
+  (global $CODEBOOK (export "ADDR_CODEBOOK") i32 (i32.const 1664)) ;; 28 f32 as read
+  (global $LEVELS i32 (i32.const 1792)) ;; f32 levels by raw index, 16 per kind (0: 2-bit, 1: 3-bit, 2: 4-bit, 3: ternary)
+  (global $CBQ    i32 (i32.const 2048)) ;; int8 levels (16 bytes) per kind, for i8x16.swizzle
+  (global $CBS    i32 (i32.const 2112)) ;; f32 scale of the int8 levels per kind
+  (global $PERM   i32 (i32.const 2176)) ;; 32-byte column permutation per layout (0 crumbs, 1 3-bit, 2 nibbles)
+  ;; Tokenizer fields
+  (global $TOK_N     (export "ADDR_TOK_N") i32 (i32.const 2304)) ;; pieces (0: no tokenizer)
+  (global $TOK_IDS   (export "ADDR_TOK_IDS") i32 (i32.const 2308)) ;; pad, eos, bos, unk (4 x u32)
+  (global $TOK_DUMMY i32 (i32.const 2324)) ;; add_dummy_prefix
+  (global $TOK_BYTEFB i32 (i32.const 2328)) ;; byte_fallback
+  (global $TOK_PIECES i32 (i32.const 2332)) ;; -> 16 bytes per piece: surface ptr, len, f32 score, type
+  (global $TOK_HASH  i32 (i32.const 2336)) ;; -> open-addressing table of id+1 (mergeable pieces)
+  (global $TOK_MASK  i32 (i32.const 2340)) ;; its size - 1
+  (global $TOK_MARK  i32 (i32.const 2344)) ;; -> USER_DEFINED ids, longest surface first
+  (global $TOK_NMARK i32 (i32.const 2348)) ;; their count
+  (global $TOK_BYTE  i32 (i32.const 2352)) ;; -> 256 i32: id of byte piece <0xHH>, -1 if none
+  (global $TOK_SYM   i32 (i32.const 2356)) ;; -> BPE scratch: 5 i32 per symbol
+  (global $TOK_SYMCAP i32 (i32.const 2360)) ;; symbols it holds
+  (global $TOK_NORM  i32 (i32.const 2364)) ;; -> normalised text scratch
+  (global $TOK_NORMCAP i32 (i32.const 2368))
+  (global $TOK_BLOB  i32 (i32.const 2372)) ;; -> tokenizer blob, $TOK_BLOBLEN its length
+  (global $TOK_BLOBLEN i32 (i32.const 2376))
+  ;; Sampler fields
+  (global $S_TEMP (export "ADDR_S_TEMP") i32 (i32.const 2432)) ;; f32 temperature (<= 0: greedy)
+  (global $S_TOPK (export "ADDR_S_TOPK") i32 (i32.const 2436)) ;; top-k (0: off)
+  (global $S_TOPP (export "ADDR_S_TOPP") i32 (i32.const 2440)) ;; f32 top-p (>= 1: off)
+  (global $S_MINP (export "ADDR_S_MINP") i32 (i32.const 2444)) ;; f32 min-p (0: off)
+  (global $S_REP  (export "ADDR_S_REP")  i32 (i32.const 2448)) ;; f32 repetition penalty (1: off)
+  (global $S_REPN (export "ADDR_S_REPN") i32 (i32.const 2452)) ;; penalty window in tokens (0: whole session)
+  (global $S_RNG  (export "ADDR_S_RNG")  i32 (i32.const 2456)) ;; u64 generator state (splitmix64)
+  (global $EXPECT i32 (i32.const 2560)) ;; expected record: +0 dtype, +4 ndim, +8 shape[4] (u64 each)
+  (global $QTMP   i32 (i32.const 2688)) ;; 64 bytes: one quantised block in column order (driver only)
+  (global $MATHTAB (export "ADDR_MATHTAB") i32 (i32.const 2816)) ;; 512 bytes: tables of expf and logf
+  (global $HEAP_BASE (export "HEAP_BASE") i32 (i32.const 65536))
+
+  ;; The tables of the f32 exp and log (512 bytes), copied to ADDR_MATHTAB by init:
+  ;;  exp: 32 u64, bits of 2^(i/32) minus i << 47;  log: 16 (1/c, ln c) f64 pairs.
+  (data $mathtab
+    "\00\00\00\00\00\00\f0\3f\74\85\15\d3\b0\d9\ef\3f\0f\89\f9\6c\58\b5\ef\3f\51\5b\12\d0\01\93\ef\3f"
+    "\7b\51\7d\3c\b8\72\ef\3f\aa\b9\68\31\87\54\ef\3f\38\62\75\6e\7a\38\ef\3f\e1\de\1f\f5\9d\1e\ef\3f"
+    "\15\b7\31\0a\fe\06\ef\3f\cb\a9\3a\37\a7\f1\ee\3f\22\34\12\4c\a6\de\ee\3f\2d\89\61\60\08\ce\ee\3f"
+    "\27\2a\36\d5\da\bf\ee\3f\82\4f\9d\56\2b\b4\ee\3f\29\54\48\dd\07\ab\ee\3f\85\55\3a\b0\7e\a4\ee\3f"
+    "\cd\3b\7f\66\9e\a0\ee\3f\74\5f\ec\e8\75\9f\ee\3f\87\01\eb\73\14\a1\ee\3f\13\ce\4c\99\89\a5\ee\3f"
+    "\db\a0\2a\42\e5\ac\ee\3f\e5\c5\cd\b0\37\b7\ee\3f\90\f0\a3\82\91\c4\ee\3f\5d\25\3e\b2\03\d5\ee\3f"
+    "\ad\d3\5a\99\9f\e8\ee\3f\47\5e\fb\f2\76\ff\ee\3f\9c\52\85\dd\9b\19\ef\3f\69\90\ef\dc\20\37\ef\3f"
+    "\87\a4\fb\dc\18\58\ef\3f\5f\9b\7b\33\97\7c\ef\3f\da\90\a4\a2\af\a4\ef\3f\40\45\6e\5b\76\d0\ef\3f"
+    "\be\f3\f8\79\ec\61\f6\3f\de\aa\8c\80\f7\7b\d5\bf\3d\88\af\4a\ed\71\f5\3f\db\6d\c0\a7\f0\be\d2\bf"
+    "\b0\10\f0\f0\39\95\f4\3f\67\3a\51\7f\ae\1e\d0\bf\85\03\b8\b0\95\c9\f3\3f\e9\24\82\a6\d8\31\cb\bf"
+    "\a5\64\88\0c\19\0d\f3\3f\58\77\c0\0a\4f\57\c6\bf\a0\8e\0b\7b\22\5e\f2\3f\00\81\9c\c7\2b\aa\c1\bf"
+    "\3f\34\1a\4a\4a\bb\f1\3f\5e\0e\8c\ce\76\4e\ba\bf\ba\e5\8a\f0\58\23\f1\3f\cc\1c\61\5a\3c\97\b1\bf"
+    "\a7\00\99\41\3f\95\f0\3f\1e\0c\e1\38\f4\52\a2\bf\00\00\00\00\00\00\f0\3f\00\00\00\00\00\00\00\00"
+    "\ac\47\9a\fd\8c\60\ee\3f\84\59\f2\5d\aa\a5\aa\3f\a0\6a\02\1f\b3\a4\ec\3f\b4\2e\36\aa\53\5e\bc\3f"
+    "\e6\fc\6a\57\36\20\eb\3f\08\db\20\77\e5\26\c5\3f\2d\aa\a1\63\d1\c2\e9\3f\70\47\22\0d\86\c2\cb\3f"
+    "\ed\41\78\03\e6\86\e8\3f\e1\7e\a0\c8\8b\05\d1\3f\62\48\53\f5\dc\67\e7\3f\09\ee\b6\57\30\04\d4\3f")
+
+
+  ;; Descriptor of record i at RECS + 48 i:
+  ;;  +0 dtype  +4 bits  +8 rows  +12 cols  +16 colsPadded  +20 group  +24 data (packed bytes, or f32
+  ;;  floats for FP16/FP32 records)  +28 norms  +32 rowBytes  +36 kind (0..3)  +40 groups  +44 elements
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Error codes (ADDR_ERR_RECORD names the record, ADDR_ERR_DETAIL the header offset or piece)
+  ;; ------------------------------------------------------------------------------------------
+  (global $ERR_OK        (export "ERR_OK")        i32 (i32.const 0))
+  (global $ERR_MEMORY    (export "ERR_MEMORY")    i32 (i32.const 1))  ;; the memory cannot grow
+  (global $ERR_TAG       (export "ERR_TAG")       i32 (i32.const 2))  ;; not a Needle archive
+  (global $ERR_NEEDLE1   (export "ERR_NEEDLE1")   i32 (i32.const 3))  ;; Needle 1 tag
+  (global $ERR_NEEDLE3   (export "ERR_NEEDLE3")   i32 (i32.const 4))  ;; Needle 3 tag
+  (global $ERR_TRUNCATED (export "ERR_TRUNCATED") i32 (i32.const 5))  ;; header/codebooks/directory cut short
+  (global $ERR_GEOMETRY  (export "ERR_GEOMETRY")  i32 (i32.const 6))  ;; a header rule (detail: field offset)
+  (global $ERR_CODEBOOK  (export "ERR_CODEBOOK")  i32 (i32.const 7))  ;; a codebook float is not finite
+  (global $ERR_COUNT     (export "ERR_COUNT")     i32 (i32.const 8))  ;; num_tensors does not fit the layout
+  (global $ERR_DTYPE     (export "ERR_DTYPE")     i32 (i32.const 9))  ;; dtype unknown or not the layout's
+  (global $ERR_FIELDS    (export "ERR_RECORD")    i32 (i32.const 10)) ;; reserved bytes, ndim, unused shape entries
+  (global $ERR_SHAPE     (export "ERR_SHAPE")     i32 (i32.const 11)) ;; shape differs from the geometry's
+  (global $ERR_GROUP     (export "ERR_GROUP")     i32 (i32.const 12)) ;; CQ group (or group/bits on a non-CQ record)
+  (global $ERR_BITS      (export "ERR_BITS")      i32 (i32.const 13)) ;; CQ bits not 2, 3, 4, 5
+  (global $ERR_LENGTH    (export "ERR_LENGTH")    i32 (i32.const 14)) ;; blob length differs from the shape's
+  (global $ERR_OFFSET    (export "ERR_OFFSET")    i32 (i32.const 15)) ;; blob starts inside header/directory
+  (global $ERR_BOUNDS    (export "ERR_BOUNDS")    i32 (i32.const 16)) ;; blob ends past the archive
+  (global $ERR_MANIFEST  (export "ERR_MANIFEST")  i32 (i32.const 17)) ;; head code not 1 or 2
+  (global $ERR_TOKENIZER (export "ERR_TOKENIZER") i32 (i32.const 18)) ;; tokenizer blob invalid (detail: piece)
+  (global $ERR_VOCAB     (export "ERR_VOCAB")     i32 (i32.const 19)) ;; more pieces than vocab
+  ;; (20 is unused: it was "valid but unsupported", before the format itself required head_dim % 32 == 0)
+  (global $ERR_NOT_LOADED (export "ERR_NOT_LOADED") i32 (i32.const 21))
+  (global $ERR_TOKEN     (export "ERR_TOKEN")     i32 (i32.const 22)) ;; token id past the vocabulary
+  (global $ERR_FULL      (export "ERR_FULL")      i32 (i32.const 23)) ;; position would reach max_seq_len
+  (global $ERR_UTF8      (export "ERR_UTF8")      i32 (i32.const 24)) ;; invalid UTF-8 text
+  (global $ERR_NO_TOKENIZER (export "ERR_NO_TOKENIZER") i32 (i32.const 25))
+  (global $ERR_CAPACITY  (export "ERR_CAPACITY")  i32 (i32.const 26)) ;; output buffer too small
+  (global $ERR_ARG       (export "ERR_ARG")       i32 (i32.const 27)) ;; bad argument
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Memory: the bump allocator
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Returns a 64-byte aligned, zeroed block of n bytes, or 0 if the memory cannot grow.
+  (func $alloc (export "alloc") (param $n i32) (result i32)
+    (local $p i32) (local $end i32) (local $have i32)
+    (local.set $p (i32.load (global.get $HEAP_TOP)))
+    (if (i32.lt_u (local.get $p) (global.get $HEAP_BASE)) (then (local.set $p (global.get $HEAP_BASE))))
+    (local.set $p (i32.and (i32.add (local.get $p) (i32.const 63)) (i32.const -64)))
+    (local.set $end (i32.add (local.get $p) (local.get $n)))
+    (if (i32.lt_u (local.get $end) (local.get $p)) (then (return (i32.const 0))))  ;; wrapped
+    (local.set $have (i32.mul (memory.size) (i32.const 65536)))
+    (if (i32.or (i32.gt_u (local.get $end) (local.get $have)) (i32.eqz (memory.size)))
+      (then
+        (if (i32.lt_s
+              (memory.grow (i32.sub (i32.shr_u (i32.add (local.get $end) (i32.const 65535)) (i32.const 16))
+                                    (memory.size)))
+              (i32.const 0))
+          (then (return (i32.const 0))))))
+    (i32.store (global.get $HEAP_TOP) (local.get $end))
+    (memory.fill (local.get $p) (i32.const 0) (local.get $n))  ;; a reset heap hands out used memory
+    (local.get $p))
+
+  ;; Forgets every block: the next load starts from an empty heap.
+  (func $heap_reset
+    (i32.store (global.get $HEAP_TOP) (global.get $HEAP_BASE)))
+
+  ;; Fills n bytes at p with zero (blocks reused across sessions).
+  (func $zero (param $p i32) (param $n i32)
+    (memory.fill (local.get $p) (i32.const 0) (local.get $n)))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Math: the engine's own exp, log, sin, cos (f64 series), their f32 forms, fp16
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; e^x in f64: x = k ln2 + r, |r| <= ln2/2, Taylor series on r, 2^k from the exponent bits.
+  (func $exp64 (export "exp64") (param $x f64) (result f64)
+    (local $k f64) (local $r f64) (local $s f64) (local $t f64) (local $i i32) (local $ki i32)
+    (if (f64.ne (local.get $x) (local.get $x)) (then (return (local.get $x))))
+    (if (f64.gt (local.get $x) (f64.const 709.782712893384)) (then (return (f64.const inf))))
+    (if (f64.lt (local.get $x) (f64.const -745.2)) (then (return (f64.const 0))))
+    (local.set $k (f64.nearest (f64.mul (local.get $x) (f64.const 1.4426950408889634))))
+    ;; ln 2 split so that k * LN2_HI is exact for |k| < 2^11
+    (local.set $r (f64.sub (f64.sub (local.get $x) (f64.mul (local.get $k) (f64.const 0x1.62e42fee00000p-1)))
+                           (f64.mul (local.get $k) (f64.const 0x1.a39ef35793c76p-33))))
+    ;; sum_{i=0..15} r^i / i! in Horner form: 1 + r/1 (1 + r/2 (1 + ... (1 + r/15)))
+    (local.set $s (f64.const 1))
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.06666666666666667)) (local.get $s))))  ;; 1/15
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.07142857142857142)) (local.get $s))))  ;; 1/14
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.07692307692307693)) (local.get $s))))  ;; 1/13
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.08333333333333333)) (local.get $s))))  ;; 1/12
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.09090909090909091)) (local.get $s))))  ;; 1/11
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.1)) (local.get $s))))  ;; 1/10
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.1111111111111111)) (local.get $s))))  ;; 1/9
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.125)) (local.get $s))))  ;; 1/8
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.14285714285714285)) (local.get $s))))  ;; 1/7
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.16666666666666666)) (local.get $s))))  ;; 1/6
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.2)) (local.get $s))))  ;; 1/5
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.25)) (local.get $s))))  ;; 1/4
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.3333333333333333)) (local.get $s))))  ;; 1/3
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 0.5)) (local.get $s))))  ;; 1/2
+    (local.set $s (f64.add (f64.const 1) (f64.mul (f64.mul (local.get $r) (f64.const 1)) (local.get $s))))  ;; 1/1
+    (local.set $ki (i32.trunc_f64_s (local.get $k)))
+    ;; 2^k in two halves so that subnormal results and k = 1024 stay exact
+    (local.set $t (f64.reinterpret_i64 (i64.shl (i64.extend_i32_s
+        (i32.add (i32.shr_s (local.get $ki) (i32.const 1)) (i32.const 1023))) (i64.const 52))))
+    (f64.mul (f64.mul (local.get $s) (local.get $t))
+      (f64.reinterpret_i64 (i64.shl (i64.extend_i32_s
+        (i32.add (i32.sub (local.get $ki) (i32.shr_s (local.get $ki) (i32.const 1))) (i32.const 1023))) (i64.const 52)))))
+
+  ;; ln x in f64: x = 2^e m, m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) by its series.
+  (func $log64 (export "log64") (param $x f64) (result f64)
+    (local $bits i64) (local $e i32) (local $m f64) (local $s f64) (local $s2 f64) (local $sum f64)
+    (local $term f64) (local $i i32)
+    (if (f64.ne (local.get $x) (local.get $x)) (then (return (local.get $x))))
+    (if (f64.lt (local.get $x) (f64.const 0)) (then (return (f64.const nan))))
+    (if (f64.eq (local.get $x) (f64.const 0)) (then (return (f64.const -inf))))
+    (if (f64.eq (local.get $x) (f64.const inf)) (then (return (local.get $x))))
+    (local.set $e (i32.const 0))
+    (if (f64.lt (local.get $x) (f64.const 0x1p-1022))  ;; subnormal: scale into the normal range
+      (then (local.set $x (f64.mul (local.get $x) (f64.const 0x1p54)))
+            (local.set $e (i32.const -54))))
+    (local.set $bits (i64.reinterpret_f64 (local.get $x)))
+    (local.set $e (i32.add (local.get $e)
+      (i32.sub (i32.wrap_i64 (i64.shr_u (local.get $bits) (i64.const 52))) (i32.const 1023))))
+    (local.set $m (f64.reinterpret_i64 (i64.or (i64.and (local.get $bits) (i64.const 0x000fffffffffffff))
+                                               (i64.const 0x3ff0000000000000))))
+    (if (f64.gt (local.get $m) (f64.const 1.4142135623730951))
+      (then (local.set $m (f64.mul (local.get $m) (f64.const 0.5)))
+            (local.set $e (i32.add (local.get $e) (i32.const 1)))))
+    (local.set $s (f64.div (f64.sub (local.get $m) (f64.const 1)) (f64.add (local.get $m) (f64.const 1))))
+    (local.set $s2 (f64.mul (local.get $s) (local.get $s)))
+    ;; atanh series: s + s^3/3 + ... + s^25/25, Horner in s^2 from the top
+    (local.set $sum (f64.const 0))
+    (local.set $i (i32.const 25))
+    (loop $h
+      (local.set $sum (f64.add (f64.div (f64.const 1) (f64.convert_i32_s (local.get $i)))
+                               (f64.mul (local.get $s2) (local.get $sum))))
+      (local.set $i (i32.sub (local.get $i) (i32.const 2)))
+      (br_if $h (i32.gt_s (local.get $i) (i32.const 0))))
+    (local.set $term (f64.mul (f64.const 2) (f64.mul (local.get $s) (local.get $sum))))
+    (f64.add (f64.mul (f64.convert_i32_s (local.get $e)) (f64.const 0x1.62e42fee00000p-1))
+      (f64.add (f64.mul (f64.convert_i32_s (local.get $e)) (f64.const 0x1.a39ef35793c76p-33))
+               (local.get $term))))
+
+  ;; sin(r) and cos(r) for |r| <= pi/4 by Taylor series (to r^23 and r^22).
+  (func $sin_kernel (param $r f64) (result f64)
+    (local $r2 f64) (local $s f64) (local $i i32)
+    (local.set $r2 (f64.mul (local.get $r) (local.get $r)))
+    (local.set $s (f64.const 1))
+    (local.set $i (i32.const 23))
+    (loop $h  ;; s = 1 - r^2/((i-1) i) s, from the top
+      (local.set $s (f64.sub (f64.const 1) (f64.div (f64.mul (local.get $r2) (local.get $s))
+        (f64.convert_i32_s (i32.mul (local.get $i) (i32.sub (local.get $i) (i32.const 1)))))))
+      (local.set $i (i32.sub (local.get $i) (i32.const 2)))
+      (br_if $h (i32.gt_s (local.get $i) (i32.const 1))))
+    (f64.mul (local.get $r) (local.get $s)))
+  ;; cos(r) for |r| <= pi/4.
+  (func $cos_kernel (param $r f64) (result f64)
+    (local $r2 f64) (local $s f64) (local $i i32)
+    (local.set $r2 (f64.mul (local.get $r) (local.get $r)))
+    (local.set $s (f64.const 1))
+    (local.set $i (i32.const 22))
+    (loop $h
+      (local.set $s (f64.sub (f64.const 1) (f64.div (f64.mul (local.get $r2) (local.get $s))
+        (f64.convert_i32_s (i32.mul (local.get $i) (i32.sub (local.get $i) (i32.const 1)))))))
+      (local.set $i (i32.sub (local.get $i) (i32.const 2)))
+      (br_if $h (i32.gt_s (local.get $i) (i32.const 0))))
+    (local.get $s))
+
+  ;; sin (which = 0) or cos (which = 1) of x: Cody-Waite reduction by pi/2 in three parts, then the
+  ;; kernel chosen by the quadrant. Exact reduction for |x| < 2^20 (RoPE angles are far below).
+  (func $trig (param $x f64) (param $which i32) (result f64)
+    (local $k f64) (local $r f64) (local $q i32)
+    (if (f64.ne (f64.sub (local.get $x) (local.get $x)) (f64.const 0)) (then (return (f64.const nan))))
+    (local.set $k (f64.nearest (f64.mul (local.get $x) (f64.const 0.6366197723675814))))
+    (local.set $r (f64.sub (f64.sub (f64.sub (local.get $x)
+        (f64.mul (local.get $k) (f64.const 0x1.921fb54400000p0)))
+        (f64.mul (local.get $k) (f64.const 0x1.0b4611a600000p-34)))
+        (f64.mul (local.get $k) (f64.const 0x1.3198a2e037073p-69))))
+    (local.set $q (i32.and (i32.add (i32.wrap_i64 (i64.trunc_f64_s (local.get $k))) (local.get $which)) (i32.const 3)))
+    (if (result f64) (i32.eq (local.get $q) (i32.const 0)) (then (call $sin_kernel (local.get $r)))
+      (else (if (result f64) (i32.eq (local.get $q) (i32.const 1)) (then (call $cos_kernel (local.get $r)))
+        (else (if (result f64) (i32.eq (local.get $q) (i32.const 2))
+          (then (f64.neg (call $sin_kernel (local.get $r))))
+          (else (f64.neg (call $cos_kernel (local.get $r))))))))))
+  ;; sin and cos in f64.
+  (func $sin64 (export "sin64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 0)))
+  (func $cos64 (export "cos64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 1)))
+
+  ;; f32 exp and log. The reference calls the C library's expf and logf, whose results are within
+  ;; 0.502 ulp but not always correctly rounded; a result one ulp away can round an int8 activation
+  ;; differently downstream. So these follow the same published algorithm (table of 2^(i/32), cubic
+  ;; in double; table of 16 (1/c, ln c), quadratic in double) with the same tables (ADDR_MATHTAB),
+  ;; and agree with it bit for bit (docs/engine.md, "Transcendentals").
+
+  ;; Copies the math tables to ADDR_MATHTAB; the driver calls it once before anything else.
+  (func $init (export "init")
+    (memory.init $mathtab (global.get $MATHTAB) (i32.const 0) (i32.const 512)))
+
+  ;; e^x in f32: x N/ln2 = k + r, 2^(k/N) from the table, 2^(r/N) by a cubic, all in double.
+  (func $expf (export "expf") (param $x f32) (result f32)
+    (local $xd f64) (local $top i32) (local $z f64) (local $kd f64) (local $ki i64) (local $r f64)
+    (local $s f64) (local $y f64)
+    (local.set $top (i32.and (i32.shr_u (i32.reinterpret_f32 (local.get $x)) (i32.const 20)) (i32.const 0x7ff)))
+    (if (i32.ge_u (local.get $top) (i32.const 0x42b))  ;; |x| >= 88 or NaN
+      (then
+        (if (i32.eq (i32.reinterpret_f32 (local.get $x)) (i32.const 0xff800000)) (then (return (f32.const 0))))
+        (if (i32.ge_u (local.get $top) (i32.const 0x7f8)) (then (return (f32.add (local.get $x) (local.get $x)))))
+        (if (f32.gt (local.get $x) (f32.const 0x1.62e42ep6)) (then (return (f32.const inf))))
+        (if (f32.lt (local.get $x) (f32.const -0x1.9fe368p6)) (then (return (f32.const 0))))))
+    (local.set $xd (f64.promote_f32 (local.get $x)))
+    (local.set $z (f64.mul (f64.const 0x1.71547652b82fep+5) (local.get $xd)))
+    (local.set $kd (f64.add (local.get $z) (f64.const 0x1.8p52)))
+    (local.set $ki (i64.reinterpret_f64 (local.get $kd)))
+    (local.set $kd (f64.sub (local.get $kd) (f64.const 0x1.8p52)))
+    (local.set $r (f64.sub (local.get $z) (local.get $kd)))
+    (local.set $s (f64.reinterpret_i64 (i64.add
+      (i64.load (i32.add (global.get $MATHTAB) (i32.shl (i32.and (i32.wrap_i64 (local.get $ki)) (i32.const 31)) (i32.const 3))))
+      (i64.shl (local.get $ki) (i64.const 47)))))
+    (local.set $z (f64.add (f64.mul (f64.const 0x1.c6af84b912394p-20) (local.get $r)) (f64.const 0x1.ebfce50fac4f3p-13)))
+    (local.set $y (f64.add (f64.mul (f64.const 0x1.62e42ff0c52d6p-6) (local.get $r)) (f64.const 1)))
+    (local.set $y (f64.add (f64.mul (local.get $z) (f64.mul (local.get $r) (local.get $r))) (local.get $y)))
+    (f32.demote_f64 (f64.mul (local.get $y) (local.get $s))))
+
+  ;; ln x in f32: x = 2^k z, z near a table point c: ln(z/c) by a quadratic, + ln c + k ln 2.
+  (func $logf (export "logf") (param $x f32) (result f32)
+    (local $ix i32) (local $tmp i32) (local $i i32) (local $k i32) (local $t i32) (local $r f64)
+    (local $r2 f64) (local $y f64) (local $y0 f64)
+    (local.set $ix (i32.reinterpret_f32 (local.get $x)))
+    (if (i32.eq (local.get $ix) (i32.const 0x3f800000)) (then (return (f32.const 0))))
+    (if (i32.ge_u (i32.sub (local.get $ix) (i32.const 0x00800000)) (i32.const 0x7f000000))
+      (then
+        (if (i32.eqz (i32.shl (local.get $ix) (i32.const 1))) (then (return (f32.const -inf))))
+        (if (i32.eq (local.get $ix) (i32.const 0x7f800000)) (then (return (local.get $x))))
+        (if (i32.or (i32.shr_u (local.get $ix) (i32.const 31)) (i32.ge_u (i32.shl (local.get $ix) (i32.const 1)) (i32.const 0xff000000)))
+          (then (return (f32.const nan))))
+        ;; subnormal: normalise
+        (local.set $ix (i32.sub (i32.reinterpret_f32 (f32.mul (local.get $x) (f32.const 0x1p23))) (i32.const 0x0b800000)))))
+    (local.set $tmp (i32.sub (local.get $ix) (i32.const 0x3f330000)))
+    (local.set $i (i32.and (i32.shr_u (local.get $tmp) (i32.const 19)) (i32.const 15)))
+    (local.set $k (i32.shr_s (local.get $tmp) (i32.const 23)))
+    (local.set $t (i32.add (i32.add (global.get $MATHTAB) (i32.const 256)) (i32.shl (local.get $i) (i32.const 4))))
+    (local.set $r (f64.sub (f64.mul (f64.promote_f32 (f32.reinterpret_i32 (i32.sub (local.get $ix) (i32.and (local.get $tmp) (i32.const 0xff800000)))))
+                                    (f64.load (local.get $t)))
+                           (f64.const 1)))
+    (local.set $y0 (f64.add (f64.load offset=8 (local.get $t)) (f64.mul (f64.convert_i32_s (local.get $k)) (f64.const 0x1.62e42fefa39efp-1))))
+    (local.set $r2 (f64.mul (local.get $r) (local.get $r)))
+    (local.set $y (f64.add (f64.mul (f64.const 0x1.5575b0be00b6ap-2) (local.get $r)) (f64.const -0x1.ffffef20a4123p-2)))
+    (local.set $y (f64.add (f64.mul (f64.const -0x1.00ea348b88334p-2) (local.get $r2)) (local.get $y)))
+    (f32.demote_f64 (f64.add (f64.mul (local.get $y) (local.get $r2)) (f64.add (local.get $y0) (local.get $r)))))
+
+  ;; logistic sigmoid 1 / (1 + e^-x), f32 as the reference computes it
+  (func $sigmoid (param $x f32) (result f32)
+    (f32.div (f32.const 1) (f32.add (f32.const 1) (call $expf (f32.neg (local.get $x))))))
+  ;; 1/sqrt(n) in f64, rounded to f32 (the FWHT normalisation)
+  (func $invroot (param $n i32) (result f32)
+    (f32.demote_f64 (f64.div (f64.const 1) (f64.sqrt (f64.convert_i32_u (local.get $n))))))
+
+  ;; binary16 bits -> f32 (subnormals normalised, inf/NaN kept)
+  (func $f16 (export "f16") (param $h i32) (result f32)
+    (local $sign i32) (local $e i32) (local $m i32)
+    ;; fast path for normal numbers: rebias the exponent (15 -> 127) and widen the mantissa
+    (local.set $e (i32.and (local.get $h) (i32.const 0x7c00)))
+    (if (i32.and (i32.ne (local.get $e) (i32.const 0)) (i32.ne (local.get $e) (i32.const 0x7c00)))
+      (then (return (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+              (i32.add (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)) (i32.const 0x38000000)))))))
+    (local.set $sign (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16)))
+    (local.set $e (i32.and (i32.shr_u (local.get $h) (i32.const 10)) (i32.const 31)))
+    (local.set $m (i32.and (local.get $h) (i32.const 0x3ff)))
+    (if (i32.eqz (local.get $e))
+      (then
+        (if (i32.eqz (local.get $m)) (then (return (f32.reinterpret_i32 (local.get $sign)))))
+        (local.set $e (i32.const 113))
+        (loop $n
+          (if (i32.eqz (i32.and (local.get $m) (i32.const 0x400)))
+            (then (local.set $m (i32.shl (local.get $m) (i32.const 1)))
+                  (local.set $e (i32.sub (local.get $e) (i32.const 1)))
+                  (br $n))))
+        (return (f32.reinterpret_i32 (i32.or (local.get $sign) (i32.or (i32.shl (local.get $e) (i32.const 23))
+                 (i32.shl (i32.and (local.get $m) (i32.const 0x3ff)) (i32.const 13))))))))
+    (if (i32.eq (local.get $e) (i32.const 31))
+      (then (return (f32.reinterpret_i32 (i32.or (local.get $sign)
+              (i32.or (i32.const 0x7f800000) (i32.shl (local.get $m) (i32.const 13))))))))
+    (f32.reinterpret_i32 (i32.or (local.get $sign) (i32.or
+      (i32.shl (i32.add (local.get $e) (i32.const 112)) (i32.const 23)) (i32.shl (local.get $m) (i32.const 13))))))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Thread pool: one driver and helpers on one memory (docs/engine.md, "Thread pool")
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Blocks while the i32 at addr still holds `expected`. The ONLY wait in the module: Node 20's
+  ;; Liftoff loses register-held locals across an inline wait, so callers keep theirs across a call.
+  (func $wait32 (param $addr i32) (param $expected i32)
+    (drop (memory.atomic.wait32 (local.get $addr) (local.get $expected) (i64.const -1))))
+
+  ;; Runs chunks of job generation g until none is left unclaimed (driver and helpers alike). A claim
+  ;; is a compare-and-swap of NEXT = (generation << 32 | next item), so a thread that is late, and
+  ;; still holds an older generation, can never take an item of a newer job; the job's fields it read
+  ;; between the load and a successful swap are the job's own (they change only after the job ends).
+  (func $work (param $g i32)
+    (local $v i64) (local $i i32) (local $count i32) (local $end i32) (local $fn i32)
+    (loop $claim
+      (local.set $v (i64.atomic.load (global.get $NEXT)))
+      (if (i32.ne (i32.wrap_i64 (i64.shr_u (local.get $v) (i64.const 32))) (local.get $g)) (then (return)))
+      (local.set $i (i32.wrap_i64 (local.get $v)))
+      (local.set $fn (i32.load (global.get $JOB)))
+      (local.set $count (i32.load offset=4 (global.get $JOB)))
+      (if (i32.ge_u (local.get $i) (local.get $count)) (then (return)))
+      (local.set $end (i32.add (local.get $i) (i32.load offset=8 (global.get $JOB))))
+      (if (i32.gt_u (local.get $end) (local.get $count)) (then (local.set $end (local.get $count))))
+      (if (i64.ne (i64.atomic.rmw.cmpxchg (global.get $NEXT) (local.get $v)
+                    (i64.or (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)) (i64.extend_i32_u (local.get $end))))
+                  (local.get $v))
+        (then (br $claim)))  ;; someone else claimed first: look again
+      (call_indirect $jobs (type $job_t) (local.get $i) (local.get $end) (local.get $fn))
+      ;; the thread that completes the last item wakes the driver
+      (if (i32.eq (i32.add (i32.atomic.rmw.add (global.get $DONE) (i32.sub (local.get $end) (local.get $i)))
+                           (i32.sub (local.get $end) (local.get $i)))
+                  (local.get $count))
+        (then (drop (memory.atomic.notify (global.get $DONE) (i32.const 1)))))
+      (br $claim)))
+
+  ;; A helper's whole life: take a slot from READY, then spin and wait on GEN; join every job while
+  ;; the slot is below THREADS - 1. A helper that is late, or never starts, holds nothing up: the job
+  ;; ends when its items are done, by whoever claimed them. Returns only when QUIT is set.
+  (func $helper (export "helper")
+    (local $seen i32) (local $id i32) (local $g i32) (local $spin i32)
+    (local.set $id (i32.atomic.rmw.add (global.get $READY) (i32.const 1)))
+    (local.set $seen (i32.atomic.load (global.get $GEN)))
+    (loop $forever
+      (local.set $g (i32.atomic.load (global.get $GEN)))
+      (if (i32.eq (local.get $g) (local.get $seen))
+        (then
+          (if (i32.atomic.load (global.get $QUIT)) (then (return)))
+          (local.set $spin (i32.add (local.get $spin) (i32.const 1)))
+          (if (i32.gt_u (local.get $spin) (i32.load (global.get $SPIN)))
+            (then (call $wait32 (global.get $GEN) (local.get $seen))))
+          (br $forever)))
+      (local.set $seen (local.get $g))
+      (local.set $spin (i32.const 0))
+      (if (i32.atomic.load (global.get $QUIT)) (then (return)))
+      (if (i32.lt_u (i32.add (local.get $id) (i32.const 1)) (i32.load (global.get $THREADS)))
+        (then (call $work (local.get $g))))
+      (br $forever)))
+
+  ;; Driver: runs job `fn` over items [0, count) in chunks of `chunk` with the helpers that are awake
+  ;; (up to THREADS - 1) and returns when every item is done. The order of the stores matters: NEXT
+  ;; is closed (this generation, no item left) before the job's fields change, opened after.
+  (func $run_job (param $fn i32) (param $count i32) (param $chunk i32)
+    (local $g i32) (local $v i32) (local $spin i32)
+    (if (i32.eqz (local.get $chunk)) (then (local.set $chunk (i32.const 1))))
+    (local.set $g (i32.add (i32.atomic.load (global.get $GEN)) (i32.const 1)))
+    (i64.atomic.store (global.get $NEXT) (i64.or (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)) (i64.const 0xffffffff)))
+    (i32.store (global.get $JOB) (local.get $fn))
+    (i32.store offset=4 (global.get $JOB) (local.get $count))
+    (i32.store offset=8 (global.get $JOB) (local.get $chunk))
+    (i32.atomic.store (global.get $DONE) (i32.const 0))
+    (i64.atomic.store (global.get $NEXT) (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)))
+    (i32.atomic.store (global.get $GEN) (local.get $g))
+    (if (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1))
+      (then (drop (memory.atomic.notify (global.get $GEN) (i32.const -1)))))
+    (call $work (local.get $g))
+    (loop $wait
+      (local.set $v (i32.atomic.load (global.get $DONE)))
+      (if (i32.ne (local.get $v) (local.get $count))
+        (then
+          (local.set $spin (i32.add (local.get $spin) (i32.const 1)))
+          (if (i32.gt_u (local.get $spin) (i32.load (global.get $SPIN)))
+            (then (call $wait32 (global.get $DONE) (local.get $v))))
+          (br $wait)))))
+
+  ;; Splits `count` items into chunks so that each thread gets a few (at least `min` items per chunk).
+  (func $chunk_for (param $count i32) (param $min i32) (result i32)
+    (local $c i32)
+    (local.set $c (i32.div_u (local.get $count) (i32.shl (i32.load (global.get $THREADS)) (i32.const 2))))
+    (if (i32.lt_u (local.get $c) (local.get $min)) (then (local.set $c (local.get $min))))
+    (local.get $c))
+
+  ;; Sets the number of threads (driver included) used by the next jobs; between jobs only.
+  (func (export "set_threads") (param $n i32)
+    (if (i32.lt_s (local.get $n) (i32.const 1)) (then (local.set $n (i32.const 1))))
+    (i32.store (global.get $THREADS) (local.get $n)))
+
+  ;; Spin rounds before a thread sleeps in wait32 (0: always sleep at once).
+  (func (export "set_spin") (param $n i32) (i32.store (global.get $SPIN) (local.get $n)))
+
+  ;; Tells every helper to return from `helper` (the page's unload and the tests' teardown).
+  (func (export "shutdown")
+    (i32.atomic.store (global.get $QUIT) (i32.const 1))
+    (drop (i32.atomic.rmw.add (global.get $GEN) (i32.const 1)))
+    (drop (memory.atomic.notify (global.get $GEN) (i32.const -1))))
+
+  ;; Test job: for every item i, adds i + 1 to the u32 at ARGS[0] + 4 i and ARGS[1] to a shared total.
+  (func $job_test_fill (param $b i32) (param $e i32)
+    (local $p i32)
+    (loop $l
+      (if (i32.lt_u (local.get $b) (local.get $e))
+        (then
+          (local.set $p (i32.add (i32.load (global.get $ARGS)) (i32.shl (local.get $b) (i32.const 2))))
+          (i32.store (local.get $p) (i32.add (i32.load (local.get $p)) (i32.add (local.get $b) (i32.const 1))))
+          (drop (i32.atomic.rmw.add offset=4 (global.get $ARGS) (i32.const 1)))
+          (local.set $b (i32.add (local.get $b) (i32.const 1)))
+          (br $l)))))
+
+  ;; Runs the test job `rounds` times over `count` items of the u32 array at `arr`; returns the number
+  ;; of items processed (count x rounds when no job lost an item).
+  (func (export "pool_test") (param $arr i32) (param $count i32) (param $rounds i32) (param $chunk i32) (result i32)
+    (local $r i32)
+    (i32.store (global.get $ARGS) (local.get $arr))
+    (i32.store offset=4 (global.get $ARGS) (i32.const 0))
+    (loop $l
+      (if (i32.lt_u (local.get $r) (local.get $rounds))
+        (then
+          (call $run_job (i32.const 2) (local.get $count) (local.get $chunk))
+          (local.set $r (i32.add (local.get $r) (i32.const 1)))
+          (br $l))))
+    (i32.load offset=4 (global.get $ARGS)))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Loading in place: the archive lies at ARCH_PTR; load() validates it with the C++ reader's checks
+  ;; in the C++ reader's order (host/archive.cpp, docs/archive-format.md) and builds the descriptors.
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Starts over with an empty heap and reserves `len` bytes (+64 slack for the SIMD kernels' tail
+  ;; reads) for an archive; returns where the host must write it, or 0 when memory cannot grow.
+  (func (export "archive_buffer") (param $len i32) (result i32)
+    (local $p i32)
+    (call $heap_reset)
+    (call $init)
+    (call $zero (i32.const 1024) (i32.const 1024))   ;; engine fields and geometry
+    (call $zero (i32.const 2304) (i32.const 256))    ;; tokenizer fields
+    (local.set $p (call $alloc (i32.add (local.get $len) (i32.const 64))))
+    (i32.store (global.get $ARCH_PTR) (local.get $p))
+    (i32.store (global.get $ARCH_LEN) (local.get $len))
+    (i32.store (global.get $ARCH_CAP) (local.get $len))
+    (local.get $p))
+
+  ;; load() of the first `len` bytes of the archive buffer, everything after it forgotten first
+  ;; (the tests' truncation and bit-flip sweeps, without writing the archive again).
+  (func (export "load_prefix") (param $len i32) (result i32)
+    (if (i32.gt_u (local.get $len) (i32.load (global.get $ARCH_CAP))) (then (return (global.get $ERR_ARG))))
+    (i32.store (global.get $ARCH_LEN) (local.get $len))
+    (i32.store (global.get $HEAP_TOP) (i32.add (i32.add (i32.load (global.get $ARCH_PTR)) (i32.load (global.get $ARCH_CAP))) (i32.const 64)))
+    (call $load))
+
+  ;; Archive readers (offsets relative to the archive; callers checked the range)
+  (func $au8 (param $o i64) (result i32)
+    (i32.load8_u (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+  ;; u16, u32, u64 at an archive offset.
+  (func $au16 (param $o i64) (result i32)
+    (i32.load16_u (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+  (func $au32 (param $o i64) (result i32)
+    (i32.load (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+  (func $au64 (param $o i64) (result i64)
+    (i64.load (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+  ;; 1 if [off, off + len) lies inside the archive
+  (func $inside (param $off i64) (param $len i64) (result i32)
+    (local $size i64)
+    (local.set $size (i64.extend_i32_u (i32.load (global.get $ARCH_LEN))))
+    (i32.and (i64.le_u (local.get $off) (local.get $size))
+             (i64.le_u (local.get $len) (i64.sub (local.get $size) (local.get $off)))))
+  ;; The u32 at a fixed address (a geometry field).
+  (func $g (param $addr i32) (result i32) (i32.load (local.get $addr)))
+  (func $fail (param $code i32) (param $record i32) (param $detail i32) (result i32)
+    (i32.store (global.get $ERR_RECORD) (local.get $record))
+    (i32.store (global.get $ERR_DETAIL) (local.get $detail))
+    (local.get $code))
+  ;; 1 if v is a power of two.
+  (func $pow2 (param $v i32) (result i32)
+    (i32.and (i32.ne (local.get $v) (i32.const 0))
+             (i32.eqz (i32.and (local.get $v) (i32.sub (local.get $v) (i32.const 1))))))
+  ;; 0 if lo <= the u32 at GEO + off <= hi, else the header offset + 1
+  (func $range (param $off i32) (param $lo i32) (param $hi i32) (result i32)
+    (local $v i32)
+    (local.set $v (i32.load (i32.add (global.get $GEO) (local.get $off))))
+    (if (result i32) (i32.and (i32.ge_u (local.get $v) (local.get $lo)) (i32.le_u (local.get $v) (local.get $hi)))
+      (then (i32.const 0)) (else (i32.add (local.get $off) (i32.const 1)))))
+
+  ;; validateGeometry (host/geometry.cpp) rule by rule: 0, or the offending header offset + 1.
+  (func $geo_rules (result i32)
+    (local $r i32) (local $d i32) (local $h i32) (local $i i32) (local $v i32) (local $prev i32)
+    (if (i32.ne (call $g (i32.const 1544)) (i32.const 28)) (then (return (i32.const 9))))
+    (if (i32.ne (call $g (i32.const 1552)) (i32.const 8)) (then (return (i32.const 17))))
+    (if (local.tee $r (call $range (i32.const 20) (i32.const 1) (i32.const 1048576))) (then (return (local.get $r))))
+    (if (local.tee $r (call $range (i32.const 24) (i32.const 1) (i32.const 65536))) (then (return (local.get $r))))
+    (local.set $d (call $g (global.get $G_D)))
+    (if (local.tee $r (call $range (i32.const 28) (i32.const 1) (local.get $d))) (then (return (local.get $r))))
+    (local.set $h (call $g (global.get $G_H)))
+    (if (local.tee $r (call $range (i32.const 32) (i32.const 1) (local.get $h))) (then (return (local.get $r))))
+    (if (local.tee $r (call $range (i32.const 36) (i32.const 1) (i32.const 1024))) (then (return (local.get $r))))
+    (if (local.tee $r (call $range (i32.const 44) (i32.const 1) (i32.const 1048576))) (then (return (local.get $r))))
+    (if (i32.rem_u (local.get $h) (call $g (global.get $G_KV))) (then (return (i32.const 33))))
+    (if (i64.ne (i64.mul (i64.extend_i32_u (call $g (global.get $G_HD))) (i64.extend_i32_u (local.get $h)))
+                (i64.extend_i32_u (local.get $d))) (then (return (i32.const 41))))
+    (if (i32.or (i32.lt_u (call $g (global.get $G_HD)) (i32.const 2)) (i32.and (call $g (global.get $G_HD)) (i32.const 1)))
+      (then (return (i32.const 41))))
+    (if (i32.and (call $g (global.get $G_HD)) (i32.const 31)) (then (return (i32.const 41))))  ;; int8 KV blocks of 32
+    (local.set $v (call $g (global.get $G_HADA)))
+    (if (i32.or (i32.eqz (call $pow2 (local.get $v)))
+          (i32.or (i32.lt_u (local.get $v) (local.get $d)) (i32.gt_u (local.get $v) (i32.const 131072))))
+      (then (return (i32.const 49))))
+    (if (local.tee $r (call $range (i32.const 52) (i32.const 1) (i32.const 16))) (then (return (local.get $r))))
+    (if (i32.gt_u (call $g (global.get $G_KVWIN)) (call $g (global.get $G_MAXSEQ))) (then (return (i32.const 13))))
+    ;; rope_theta finite and > 0 (a NaN fails the comparison)
+    (if (i32.eqz (i32.and (f32.gt (f32.load (global.get $G_THETA)) (f32.const 0))
+                          (f32.lt (f32.load (global.get $G_THETA)) (f32.const inf))))
+      (then (return (i32.const 117))))
+    (if (local.tee $r (call $range (i32.const 76) (i32.const 1) (i32.const 4))) (then (return (local.get $r))))
+    (local.set $i (i32.const 0))
+    (loop $orders
+      (local.set $v (i32.load (i32.add (global.get $G_ORD) (i32.shl (local.get $i) (i32.const 2)))))
+      (if (i32.lt_u (local.get $i) (call $g (global.get $G_NORD)))
+        (then (if (i32.or (i32.eqz (local.get $v)) (i32.gt_u (local.get $v) (i32.const 16)))
+                (then (return (i32.add (i32.const 81) (i32.shl (local.get $i) (i32.const 2)))))))
+        (else (if (local.get $v) (then (return (i32.add (i32.const 81) (i32.shl (local.get $i) (i32.const 2))))))))
+      (br_if $orders (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (i32.const 4))))
+    (if (local.tee $r (call $range (i32.const 56) (i32.const 1) (i32.const 16777216))) (then (return (local.get $r))))
+    (if (local.tee $r (call $range (i32.const 60) (i32.const 1) (i32.const 65536))) (then (return (local.get $r))))
+    (if (local.tee $r (call $range (i32.const 68) (i32.const 1) (i32.const 64))) (then (return (local.get $r))))
+    (if (local.tee $r (call $range (i32.const 72) (i32.const 1) (i32.const 64))) (then (return (local.get $r))))
+    (if (local.tee $r (call $range (i32.const 96) (i32.const 0) (i32.const 4))) (then (return (local.get $r))))
+    (local.set $i (i32.const 0))
+    (loop $sites
+      (local.set $v (i32.load (i32.add (global.get $G_SITE) (i32.shl (local.get $i) (i32.const 2)))))
+      (if (i32.ge_u (local.get $i) (call $g (global.get $G_NSITE)))
+        (then (if (local.get $v) (then (return (i32.add (i32.const 101) (i32.shl (local.get $i) (i32.const 2)))))))
+        (else
+          (if (i32.ge_u (local.get $v) (call $g (global.get $G_L)))
+            (then (return (i32.add (i32.const 101) (i32.shl (local.get $i) (i32.const 2))))))
+          (if (i32.and (i32.gt_u (local.get $i) (i32.const 0)) (i32.le_u (local.get $v) (local.get $prev)))
+            (then (return (i32.add (i32.const 101) (i32.shl (local.get $i) (i32.const 2))))))))
+      (local.set $prev (local.get $v))
+      (br_if $sites (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (i32.const 4))))
+    (local.set $v (call $g (global.get $G_TABLES)))
+    (if (call $g (global.get $G_NSITE))
+      (then (if (i32.or (i32.or (i32.eqz (local.get $v)) (i32.rem_u (local.get $v) (call $g (global.get $G_NORD))))
+                        (i32.gt_u (local.get $v) (i32.const 64)))
+              (then (return (i32.const 65)))))
+      (else (if (i32.gt_u (local.get $v) (i32.const 64)) (then (return (i32.const 65))))))
+    (i32.const 0))
+
+  ;; Records in an archive without heads or tokenizer: 1 + 14 L + 9 + 4 S + 1.
+  (func $core_count (result i32)
+    (i32.add (i32.add (i32.const 11) (i32.mul (i32.const 14) (call $g (global.get $G_L))))
+             (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2))))
+
+  ;; Directory offset of record i.
+  (func $rec_at (param $i i32) (result i64)
+    (i64.add (i64.const 232) (i64.mul (i64.const 44) (i64.extend_i32_u (local.get $i)))))
+
+  ;; The expected dtype, ndim and shape of a record, written to EXPECT.
+  (func $set_expect (param $dtype i32) (param $ndim i32) (param $s0 i64) (param $s1 i64) (param $s2 i64)
+    (i32.store (global.get $EXPECT) (local.get $dtype))
+    (i32.store offset=4 (global.get $EXPECT) (local.get $ndim))
+    (i64.store offset=8 (global.get $EXPECT) (local.get $s0))
+    (i64.store offset=16 (global.get $EXPECT) (local.get $s1))
+    (i64.store offset=24 (global.get $EXPECT) (local.get $s2)))
+
+  ;; Code (1 contrastive, 2 confidence) of probe head h, read from the manifest record's blob.
+  (func $head_code (param $h i32) (result i32)
+    (local $r i64) (local $v f32)
+    (local.set $r (call $rec_at (i32.load (global.get $CORE))))
+    (if (i32.eq (call $au8 (local.get $r)) (i32.const 2))
+      (then (local.set $v (f32.reinterpret_i32 (call $au32 (i64.add (call $au64 (i64.add (local.get $r) (i64.const 20)))
+                                                               (i64.extend_i32_u (i32.shl (local.get $h) (i32.const 2))))))))
+      (else (local.set $v (call $f16 (call $au16 (i64.add (call $au64 (i64.add (local.get $r) (i64.const 20)))
+                                                      (i64.extend_i32_u (i32.shl (local.get $h) (i32.const 1)))))))))
+    (if (result i32) (f32.eq (local.get $v) (f32.const 1)) (then (i32.const 1))
+      (else (if (result i32) (f32.eq (local.get $v) (f32.const 2)) (then (i32.const 2)) (else (i32.const 0))))))
+
+  ;; Canonical layout (host/layout.cpp): sets EXPECT for record i. CQ 3, FP16 1, RAW 4.
+  (func $expect (param $i i32)
+    (local $j i32) (local $k i32) (local $L i64) (local $d i64) (local $lanes i64) (local $hd i64)
+    (local $hada i64) (local $code i32)
+    (local.set $L (i64.extend_i32_u (call $g (global.get $G_L))))
+    (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
+    (local.set $lanes (i64.extend_i32_u (call $g (global.get $G_LANES))))
+    (local.set $hd (i64.extend_i32_u (call $g (global.get $G_HD))))
+    (local.set $hada (i64.extend_i32_u (call $g (global.get $G_HADA))))
+    (if (i32.eqz (local.get $i))
+      (then (return (call $set_expect (i32.const 3) (i32.const 2)
+                      (i64.extend_i32_u (call $g (global.get $G_VOCAB))) (local.get $d) (i64.const 0)))))
+    (local.set $j (i32.sub (local.get $i) (i32.const 1)))
+    (if (i32.lt_u (local.get $j) (i32.mul (i32.const 14) (i32.wrap_i64 (local.get $L))))
+      (then (return (call $expect_layer (i32.rem_u (local.get $j) (i32.const 14))))))
+    (local.set $j (i32.sub (local.get $j) (i32.mul (i32.const 14) (i32.wrap_i64 (local.get $L)))))
+    (if (i32.lt_u (local.get $j) (i32.const 9))
+      (then (return (call $expect_mhc (local.get $j)))))
+    (local.set $j (i32.sub (local.get $j) (i32.const 9)))
+    (if (i32.lt_u (local.get $j) (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2)))
+      (then (return (call $expect_engram (i32.and (local.get $j) (i32.const 3))))))
+    (local.set $j (i32.sub (local.get $j) (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2))))
+    (if (i32.eqz (local.get $j))
+      (then (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0)))))
+    (local.set $j (i32.sub (local.get $j) (i32.const 1)))
+    (if (i32.load (global.get $NHEADS))
+      (then
+        (if (i32.eqz (local.get $j))
+          (then (return (call $set_expect (i32.const 1) (i32.const 1)
+                          (i64.extend_i32_u (i32.load (global.get $NHEADS))) (i64.const 0) (i64.const 0)))))
+        (local.set $j (i32.sub (local.get $j) (i32.const 1)))
+        (if (i32.lt_u (local.get $j) (i32.mul (i32.const 3) (i32.load (global.get $NHEADS))))
+          (then
+            (local.set $code (call $head_code (i32.div_u (local.get $j) (i32.const 3))))
+            (local.set $k (i32.rem_u (local.get $j) (i32.const 3)))
+            (return (call $expect_head (local.get $k)
+              (if (result i64) (i32.eq (local.get $code) (i32.const 1)) (then (i64.const 4)) (else (i64.const 8)))
+              (if (result i64) (i32.eq (local.get $code) (i32.const 1)) (then (i64.const 128)) (else (i64.const 1)))))))))
+    (call $set_expect (i32.const 4) (i32.const 0) (i64.const 0) (i64.const 0) (i64.const 0)))
+
+  ;; Record k (0..13) of a layer.
+  (func $expect_layer (param $k i32)
+    (local $d i64) (local $q i64) (local $kv i64) (local $hd i64)
+    (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
+    (local.set $hd (i64.extend_i32_u (call $g (global.get $G_HD))))
+    (local.set $q (i64.mul (local.get $hd) (i64.extend_i32_u (call $g (global.get $G_H)))))
+    (local.set $kv (i64.mul (local.get $hd) (i64.extend_i32_u (call $g (global.get $G_KV)))))
+    (block $b13 (block $b11 (block $b10 (block $b9 (block $b8 (block $b7 (block $b6 (block $b4 (block $b2 (block $b1 (block $b0
+      (br_table $b0 $b1 $b2 $b2 $b4 $b4 $b6 $b7 $b8 $b9 $b10 $b11 $b11 $b11 (local.get $k)))
+      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; norm_in
+      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $q) (local.get $d) (i64.const 0))))  ;; q_proj
+      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $kv) (local.get $d) (i64.const 0)))) ;; k, v
+      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $hd) (i64.const 0) (i64.const 0))))  ;; q_norm, k_norm
+      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $q) (local.get $d) (i64.const 0))))  ;; gate_proj
+      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $d) (local.get $q) (i64.const 0))))  ;; out_proj
+      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; post_norm
+      (return (call $set_expect (i32.const 1) (i32.const 1) (i64.const 1) (i64.const 0) (i64.const 0))))    ;; attn_gate
+      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; pre_hada
+      (call $set_expect (i32.const 1) (i32.const 1) (i64.extend_i32_u (call $g (global.get $G_HADA))) (i64.const 0) (i64.const 0))))
+
+  ;; Record k (0..8) of the stacked mHC block.
+  (func $expect_mhc (param $k i32)
+    (local $L i64) (local $lanes i64) (local $d i64)
+    (local.set $L (i64.extend_i32_u (call $g (global.get $G_L))))
+    (local.set $lanes (i64.extend_i32_u (call $g (global.get $G_LANES))))
+    (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
+    (if (i32.lt_u (local.get $k) (i32.const 3))
+      (then (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $L) (i64.const 0) (i64.const 0)))))
+    (if (i32.lt_u (local.get $k) (i32.const 5))
+      (then (return (call $set_expect (i32.const 1) (i32.const 2) (local.get $L) (local.get $lanes) (i64.const 0)))))
+    (if (i32.eq (local.get $k) (i32.const 5))
+      (then (return (call $set_expect (i32.const 1) (i32.const 3) (local.get $L) (local.get $lanes) (local.get $lanes)))))
+    (if (i32.lt_u (local.get $k) (i32.const 8))
+      (then (return (call $set_expect (i32.const 3) (i32.const 2) (i64.mul (local.get $L) (local.get $lanes))
+                       (i64.mul (local.get $lanes) (local.get $d)) (i64.const 0)))))
+    (call $set_expect (i32.const 3) (i32.const 2) (i64.mul (i64.mul (local.get $L) (local.get $lanes)) (local.get $lanes))
+      (i64.mul (local.get $lanes) (local.get $d)) (i64.const 0)))
+
+  ;; Record k (0..3) of an engram site.
+  (func $expect_engram (param $k i32)
+    (local $t i64) (local $d i64)
+    (local.set $t (i64.extend_i32_u (call $g (global.get $G_TABLES))))
+    (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
+    (if (i32.eqz (local.get $k))
+      (then (return (call $set_expect (i32.const 3) (i32.const 2)
+        (i64.mul (local.get $t) (i64.extend_i32_u (call $g (global.get $G_SLOTS))))
+        (i64.extend_i32_u (call $g (global.get $G_SUB))) (i64.const 0)))))
+    (if (i32.lt_u (local.get $k) (i32.const 3))
+      (then (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $d)
+        (i64.mul (local.get $t) (i64.extend_i32_u (call $g (global.get $G_SUB)))) (i64.const 0)))))
+    (call $set_expect (i32.const 1) (i32.const 2) (i64.extend_i32_u (call $g (global.get $G_TAPS))) (local.get $d) (i64.const 0)))
+
+  ;; Record k (0 probes, 1 proj, 2 bias) of a probe head with P probes and `out` outputs.
+  (func $expect_head (param $k i32) (param $p i64) (param $out i64)
+    (local $d i64)
+    (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
+    (if (i32.eqz (local.get $k))
+      (then (return (call $set_expect (i32.const 1) (i32.const 2) (local.get $p) (local.get $d) (i64.const 0)))))
+    (if (i32.eq (local.get $k) (i32.const 1))
+      (then (return (call $set_expect (i32.const 1) (i32.const 2) (local.get $out)
+                       (i64.mul (local.get $p) (local.get $d)) (i64.const 0)))))
+    (call $set_expect (i32.const 1) (i32.const 1) (local.get $out) (i64.const 0) (i64.const 0)))
+
+  ;; checkRecord (host/archive.cpp) for record i against EXPECT: 0 or an ERR_* code.
+  (func $check_record (param $i i32) (param $dirEnd i64) (result i32)
+    (local $at i64) (local $dtype i32) (local $ndim i32) (local $k i32) (local $edt i32)
+    (local $group i32) (local $bits i32) (local $expected i64) (local $len i64) (local $off i64)
+    (local.set $at (call $rec_at (local.get $i)))
+    (local.set $dtype (call $au8 (local.get $at)))
+    (local.set $ndim (call $au8 (i64.add (local.get $at) (i64.const 1))))
+    (if (i32.or (i32.lt_u (local.get $dtype) (i32.const 1)) (i32.gt_u (local.get $dtype) (i32.const 4)))
+      (then (return (global.get $ERR_DTYPE))))
+    (if (call $au16 (i64.add (local.get $at) (i64.const 2))) (then (return (global.get $ERR_FIELDS))))
+    (if (i32.gt_u (local.get $ndim) (i32.const 4)) (then (return (global.get $ERR_FIELDS))))
+    (local.set $k (local.get $ndim))
+    (loop $unused
+      (if (i32.lt_u (local.get $k) (i32.const 4))
+        (then
+          (if (call $au32 (i64.add (local.get $at) (i64.extend_i32_u (i32.add (i32.const 4) (i32.shl (local.get $k) (i32.const 2))))))
+            (then (return (global.get $ERR_FIELDS))))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br $unused))))
+    (local.set $edt (i32.load (global.get $EXPECT)))
+    (if (i32.eqz (i32.or (i32.eq (local.get $dtype) (local.get $edt))
+                         (i32.and (i32.eq (local.get $edt) (i32.const 1)) (i32.eq (local.get $dtype) (i32.const 2)))))
+      (then (return (global.get $ERR_DTYPE))))
+    (if (i32.ne (local.get $ndim) (i32.load offset=4 (global.get $EXPECT))) (then (return (global.get $ERR_SHAPE))))
+    (local.set $k (i32.const 0))
+    (loop $shape
+      (if (i32.lt_u (local.get $k) (local.get $ndim))
+        (then
+          (if (i64.ne (i64.extend_i32_u (call $au32 (i64.add (local.get $at) (i64.extend_i32_u (i32.add (i32.const 4) (i32.shl (local.get $k) (i32.const 2)))))))
+                      (i64.load offset=8 (i32.add (global.get $EXPECT) (i32.shl (local.get $k) (i32.const 3)))))
+            (then (return (global.get $ERR_SHAPE))))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br $shape))))
+    (local.set $group (call $au32 (i64.add (local.get $at) (i64.const 36))))
+    (local.set $bits (call $au32 (i64.add (local.get $at) (i64.const 40))))
+    (local.set $len (call $au64 (i64.add (local.get $at) (i64.const 28))))
+    (local.set $off (call $au64 (i64.add (local.get $at) (i64.const 20))))
+    (if (i32.eq (local.get $dtype) (i32.const 3))
+      (then
+        (if (i32.or (i32.eqz (call $pow2 (local.get $group)))
+                    (i32.or (i32.lt_u (local.get $group) (i32.const 32)) (i32.gt_u (local.get $group) (i32.const 65536))))
+          (then (return (global.get $ERR_GROUP))))
+        (if (i32.or (i32.lt_u (local.get $bits) (i32.const 2)) (i32.gt_u (local.get $bits) (i32.const 5)))
+          (then (return (global.get $ERR_BITS))))
+        (local.set $expected (call $cq_bytes (call $au32 (i64.add (local.get $at) (i64.const 4)))
+                                             (call $au32 (i64.add (local.get $at) (i64.const 8))) (local.get $group) (local.get $bits))))
+      (else
+        (if (i32.or (local.get $group) (local.get $bits)) (then (return (global.get $ERR_GROUP))))
+        (local.set $expected (if (result i64) (i32.eq (local.get $dtype) (i32.const 4))
+          (then (local.get $len))            ;; RAW: any length (the tokenizer parser judges it)
+          (else (call $dense_bytes (local.get $at) (local.get $ndim) (local.get $dtype)))))))
+    (if (i64.ne (local.get $len) (local.get $expected)) (then (return (global.get $ERR_LENGTH))))
+    (if (i64.lt_u (local.get $off) (local.get $dirEnd)) (then (return (global.get $ERR_OFFSET))))
+    (if (i32.eqz (call $inside (local.get $off) (local.get $len))) (then (return (global.get $ERR_BOUNDS))))
+    (i32.const 0))
+
+  ;; Bytes of a dense FP16 (2) or FP32 (4) record: the product of its ndim shape entries x 2 or 4.
+  (func $dense_bytes (param $at i64) (param $ndim i32) (param $dtype i32) (result i64)
+    (local $n i64) (local $k i32)
+    (local.set $n (i64.const 1))
+    (loop $el
+      (if (i32.lt_u (local.get $k) (local.get $ndim))
+        (then
+          (local.set $n (i64.mul (local.get $n)
+            (i64.extend_i32_u (call $au32 (i64.add (local.get $at) (i64.extend_i32_u (i32.add (i32.const 4) (i32.shl (local.get $k) (i32.const 2)))))))))
+          (local.set $k (i32.add (local.get $k) (i32.const 1)))
+          (br $el))))
+    (i64.mul (local.get $n) (select (i64.const 2) (i64.const 4) (i32.eq (local.get $dtype) (i32.const 1)))))
+
+  ;; cqBlobBytes: packed rows (whole bytes) + fp16 norms of a rows x cols CQ matrix.
+  (func $cq_bytes (param $rows i32) (param $cols i32) (param $group i32) (param $bits i32) (result i64)
+    (local $groups i64) (local $ib i64)
+    (local.set $groups (i64.div_u (i64.add (i64.extend_i32_u (local.get $cols)) (i64.extend_i32_u (i32.sub (local.get $group) (i32.const 1))))
+                                  (i64.extend_i32_u (local.get $group))))
+    (local.set $ib (i64.extend_i32_u (select (i32.const 2) (local.get $bits) (i32.eq (local.get $bits) (i32.const 5)))))
+    (i64.add
+      (i64.shr_u (i64.add (i64.mul (i64.mul (i64.extend_i32_u (local.get $rows)) (i64.mul (local.get $groups) (i64.extend_i32_u (local.get $group))))
+                                   (local.get $ib)) (i64.const 7)) (i64.const 3))
+      (i64.mul (i64.mul (i64.extend_i32_u (local.get $rows)) (local.get $groups)) (i64.const 2))))
+
+  ;; The header, the geometry, the codebooks and the directory count: 0 or an ERR_* code.
+  (func $load_header (result i32)
+    (local $tag i32) (local $r i32) (local $k i32) (local $v f32)
+    (if (i32.eqz (call $inside (i64.const 0) (i64.const 4))) (then (return (global.get $ERR_TRUNCATED))))
+    (local.set $tag (call $au32 (i64.const 0)))
+    (if (i32.eq (local.get $tag) (i32.const 0x05E12A82)) (then (return (global.get $ERR_NEEDLE1))))
+    (if (i32.eq (local.get $tag) (i32.const 0x05E12A84)) (then (return (global.get $ERR_NEEDLE3))))
+    (if (i32.ne (local.get $tag) (i32.const 0x05E12A83)) (then (return (global.get $ERR_TAG))))
+    (if (i32.eqz (call $inside (i64.const 0) (i64.const 120))) (then (return (global.get $ERR_TRUNCATED))))
+    (memory.copy (global.get $GEO) (i32.load (global.get $ARCH_PTR)) (i32.const 120))
+    (if (local.tee $r (call $geo_rules))
+      (then (return (call $fail (global.get $ERR_GEOMETRY) (i32.const -1) (i32.sub (local.get $r) (i32.const 1))))))
+    (if (i32.eqz (call $inside (i64.const 120) (i64.const 112))) (then (return (global.get $ERR_TRUNCATED))))
+    (memory.copy (global.get $CODEBOOK) (i32.add (i32.load (global.get $ARCH_PTR)) (i32.const 120)) (i32.const 112))
+    (loop $cb
+      (local.set $v (f32.load (i32.add (global.get $CODEBOOK) (i32.shl (local.get $k) (i32.const 2)))))
+      (if (f32.ne (f32.sub (local.get $v) (local.get $v)) (f32.const 0))   ;; inf or NaN
+        (then (return (call $fail (global.get $ERR_CODEBOOK) (i32.const -1) (i32.add (i32.const 120) (i32.shl (local.get $k) (i32.const 2)))))))
+      (br_if $cb (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 28))))
+    (i32.const 0))
+
+  ;; load(): validates the archive written at ARCH_PTR and prepares the engine; 0 or an ERR_* code
+  ;; (ADDR_ERR_RECORD: the failing record, -1 for the header; ADDR_ERR_DETAIL: header offset or piece).
+  (func $load (export "load") (result i32)
+    (local $r i32) (local $n i32) (local $core i32) (local $dirEnd i64) (local $extra i32) (local $i i32)
+    (local $withTok i32)
+    (i32.store (global.get $LOADED) (i32.const 0))
+    (i32.store (global.get $STATE_OK) (i32.const 0))
+    (i32.store (global.get $ERR_RECORD) (i32.const -1))
+    (i32.store (global.get $ERR_DETAIL) (i32.const -1))
+    (if (local.tee $r (call $load_header)) (then (return (local.get $r))))
+    (local.set $n (i32.load (i32.const 1540)))
+    (local.set $core (call $core_count))
+    (i32.store (global.get $CORE) (local.get $core))
+    (i32.store (global.get $NREC) (local.get $n))
+    (if (i32.lt_u (local.get $n) (local.get $core)) (then (return (call $fail (global.get $ERR_COUNT) (i32.const -1) (i32.const 4)))))
+    (local.set $dirEnd (call $rec_at (local.get $n)))
+    (if (i32.eqz (call $inside (i64.const 232) (i64.sub (local.get $dirEnd) (i64.const 232))))
+      (then (return (global.get $ERR_TRUNCATED))))
+    (local.set $withTok (i32.eq (call $au8 (call $rec_at (i32.sub (local.get $n) (i32.const 1)))) (i32.const 4)))
+    (i32.store (global.get $HAS_TOK) (local.get $withTok))
+    (local.set $extra (i32.sub (local.get $n) (local.get $core)))
+    (if (i32.and (local.get $withTok) (i32.eqz (local.get $extra)))
+      (then (return (call $fail (global.get $ERR_DTYPE) (i32.sub (local.get $n) (i32.const 1)) (i32.const -1)))))
+    (local.set $extra (i32.sub (local.get $extra) (local.get $withTok)))
+    (if (local.get $extra)
+      (then
+        (if (i32.or (i32.lt_u (local.get $extra) (i32.const 4)) (i32.rem_u (i32.sub (local.get $extra) (i32.const 1)) (i32.const 3)))
+          (then (return (call $fail (global.get $ERR_COUNT) (i32.const -1) (i32.const 4)))))
+        (i32.store (global.get $NHEADS) (i32.div_u (i32.sub (local.get $extra) (i32.const 1)) (i32.const 3)))
+        (call $set_expect (i32.const 1) (i32.const 1) (i64.extend_i32_u (i32.load (global.get $NHEADS))) (i64.const 0) (i64.const 0))
+        (if (local.tee $r (call $check_record (local.get $core) (local.get $dirEnd)))
+          (then (return (call $fail (local.get $r) (local.get $core) (i32.const -1)))))
+        (loop $codes
+          (if (i32.lt_u (local.get $i) (i32.load (global.get $NHEADS)))
+            (then
+              (if (i32.eqz (call $head_code (local.get $i)))
+                (then (return (call $fail (global.get $ERR_MANIFEST) (local.get $core) (local.get $i)))))
+              (local.set $i (i32.add (local.get $i) (i32.const 1)))
+              (br $codes))))))
+    (local.set $i (i32.const 0))
+    (loop $records
+      (if (i32.lt_u (local.get $i) (local.get $n))
+        (then
+          (call $expect (local.get $i))
+          (if (local.tee $r (call $check_record (local.get $i) (local.get $dirEnd)))
+            (then (return (call $fail (local.get $r) (local.get $i) (i32.const -1)))))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $records))))
+    (if (local.tee $r (call $build_descriptors)) (then (return (local.get $r))))
+    (if (local.get $withTok)
+      (then
+        (if (local.tee $r (call $tok_load (i32.sub (local.get $n) (i32.const 1))))
+          (then (return (call $fail (local.get $r) (i32.sub (local.get $n) (i32.const 1)) (i32.load (global.get $ERR_DETAIL))))))))
+    (call $build_tables)
+    (if (local.tee $r (call $alloc_state)) (then (return (local.get $r))))
+    (i32.store (global.get $LOADED) (i32.const 1))
+    (i32.const 0))
+
+  ;; Descriptor address of record i.
+  (func $rec (param $i i32) (result i32)
+    (i32.add (i32.load (global.get $RECS)) (i32.mul (local.get $i) (i32.const 48))))
+
+  ;; Fills the descriptor of every record (CQ: views into the archive; FP16/FP32: widened to f32).
+  (func $build_descriptors (result i32)
+    (local $i i32) (local $n i32) (local $d i32) (local $at i64) (local $dtype i32) (local $src i32)
+    (local $cnt i32) (local $p i32) (local $k i32) (local $bits i32) (local $ib i32)
+    (local.set $n (i32.load (global.get $NREC)))
+    (i32.store (global.get $RECS) (call $alloc (i32.mul (local.get $n) (i32.const 48))))
+    (if (i32.eqz (i32.load (global.get $RECS))) (then (return (global.get $ERR_MEMORY))))
+    (loop $each
+      (if (i32.lt_u (local.get $i) (local.get $n))
+        (then
+          (local.set $d (call $rec (local.get $i)))
+          (local.set $at (call $rec_at (local.get $i)))
+          (local.set $dtype (call $au8 (local.get $at)))
+          (local.set $src (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 20))))))
+          (i32.store (local.get $d) (local.get $dtype))
+          (i32.store offset=8 (local.get $d) (call $au32 (i64.add (local.get $at) (i64.const 4))))
+          (i32.store offset=12 (local.get $d) (call $au32 (i64.add (local.get $at) (i64.const 8))))
+          (i32.store offset=24 (local.get $d) (local.get $src))
+          (i32.store offset=44 (local.get $d) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 28)))))
+          (if (i32.eq (local.get $dtype) (i32.const 3))
+            (then
+              (local.set $bits (call $au32 (i64.add (local.get $at) (i64.const 40))))
+              (local.set $ib (select (i32.const 2) (local.get $bits) (i32.eq (local.get $bits) (i32.const 5))))
+              (i32.store offset=4 (local.get $d) (local.get $bits))
+              (i32.store offset=20 (local.get $d) (local.tee $k (call $au32 (i64.add (local.get $at) (i64.const 36)))))
+              (i32.store offset=16 (local.get $d) (i32.mul (i32.div_u (i32.add (i32.load offset=12 (local.get $d)) (i32.sub (local.get $k) (i32.const 1))) (local.get $k)) (local.get $k)))
+              (i32.store offset=40 (local.get $d) (i32.div_u (i32.load offset=16 (local.get $d)) (local.get $k)))
+              (i32.store offset=32 (local.get $d) (i32.shr_u (i32.mul (i32.load offset=16 (local.get $d)) (local.get $ib)) (i32.const 3)))
+              (i32.store offset=28 (local.get $d) (i32.add (local.get $src) (i32.mul (i32.load offset=8 (local.get $d)) (i32.load offset=32 (local.get $d)))))
+              (i32.store offset=36 (local.get $d) (select (i32.const 3) (i32.sub (local.get $bits) (i32.const 2)) (i32.eq (local.get $bits) (i32.const 5))))))
+          (if (i32.or (i32.eq (local.get $dtype) (i32.const 1)) (i32.eq (local.get $dtype) (i32.const 2)))
+            (then
+              (local.set $cnt (i32.shr_u (i32.load offset=44 (local.get $d)) (select (i32.const 1) (i32.const 2) (i32.eq (local.get $dtype) (i32.const 1)))))
+              (local.set $p (call $alloc (i32.add (i32.shl (local.get $cnt) (i32.const 2)) (i32.const 16))))
+              (if (i32.eqz (local.get $p)) (then (return (global.get $ERR_MEMORY))))
+              (i32.store offset=24 (local.get $d) (local.get $p))
+              (i32.store offset=44 (local.get $d) (local.get $cnt))
+              (local.set $k (i32.const 0))
+              (loop $w
+                (if (i32.lt_u (local.get $k) (local.get $cnt))
+                  (then
+                    (f32.store (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 2)))
+                      (if (result f32) (i32.eq (local.get $dtype) (i32.const 1))
+                        (then (call $f16 (i32.load16_u (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 1))))))
+                        (else (f32.load (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))))))
+                    (local.set $k (i32.add (local.get $k) (i32.const 1)))
+                    (br $w))))))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $each))))
+    (i32.const 0))
+
+  ;; Record index helpers: layer field k (0..13), mHC field k (0..8), engram site s field k (0..3).
+  (func $r_layer (param $l i32) (param $k i32) (result i32)
+    (call $rec (i32.add (i32.add (i32.const 1) (i32.mul (local.get $l) (i32.const 14))) (local.get $k))))
+  ;; (mHC field k)
+  (func $r_mhc (param $k i32) (result i32)
+    (call $rec (i32.add (i32.add (i32.const 1) (i32.mul (call $g (global.get $G_L)) (i32.const 14))) (local.get $k))))
+  ;; (engram site s, field k)
+  (func $r_engram (param $s i32) (param $k i32) (result i32)
+    (call $rec (i32.add (i32.add (i32.const 10) (i32.mul (call $g (global.get $G_L)) (i32.const 14)))
+                        (i32.add (i32.shl (local.get $s) (i32.const 2)) (local.get $k)))))
+  ;; (the final norm)
+  (func $r_final (result i32)
+    (call $rec (i32.add (i32.const 10) (i32.add (i32.mul (call $g (global.get $G_L)) (i32.const 14))
+                                                (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2))))))
+  ;; f32 data of a control tensor's descriptor
+  (func $fdata (param $d i32) (result i32) (i32.load offset=24 (local.get $d)))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Derived tables and session state
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Ternary level c / sqrt(group) in f32, as the C++ reader computes it (kTernaryC / sqrtf(group)).
+  (func $ternary_level (param $group i32) (result f32)
+    (f32.div (f32.const 1.2240064) (f32.sqrt (f32.convert_i32_u (local.get $group)))))
+
+  ;; quantizeBlockInt8 of the 16 f32 at src into int8 at dst; returns the scale (docs/numerics.md).
+  (func $quant16 (param $src i32) (param $dst i32) (result f32)
+    (local $k i32) (local $amax f32) (local $inv f32) (local $v f32)
+    (loop $m
+      (local.set $v (f32.abs (f32.load (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2))))))
+      (if (f32.lt (local.get $amax) (local.get $v)) (then (local.set $amax (local.get $v))))
+      (br_if $m (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 16))))
+    (if (f32.eq (local.get $amax) (f32.const 0))
+      (then (v128.store (local.get $dst) (v128.const i32x4 0 0 0 0)) (return (f32.const 0))))
+    (local.set $inv (f32.div (f32.const 127) (local.get $amax)))
+    (local.set $k (i32.const 0))
+    (loop $q
+      (i32.store8 (i32.add (local.get $dst) (local.get $k))
+        (call $q8 (f32.mul (f32.load (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv))))
+      (br_if $q (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 16))))
+    (f32.div (local.get $amax) (f32.const 127)))
+
+  ;; roundEven(x) clamped to [-127, 127], NaN -> 0 (the int8 rule of quantizeBlockInt8)
+  (func $q8 (param $x f32) (result i32)
+    (local.set $x (f32.nearest (local.get $x)))
+    (if (f32.ge (local.get $x) (f32.const 127)) (then (return (i32.const 127))))
+    (if (f32.le (local.get $x) (f32.const -127)) (then (return (i32.const -127))))
+    (i32.trunc_sat_f32_s (local.get $x)))
+
+  ;; Levels by raw index for the four kinds, their int8 forms and scales, and the three column
+  ;; permutations of a 32-column block that match how each kernel expands packed indices.
+  (func $build_tables
+    (local $k i32) (local $p i32)
+    (call $zero (global.get $LEVELS) (i32.const 256))
+    (memory.copy (global.get $LEVELS) (global.get $CODEBOOK) (i32.const 16))                            ;; cb2
+    (memory.copy (i32.add (global.get $LEVELS) (i32.const 64)) (i32.add (global.get $CODEBOOK) (i32.const 16)) (i32.const 32))  ;; cb3
+    (memory.copy (i32.add (global.get $LEVELS) (i32.const 128)) (i32.add (global.get $CODEBOOK) (i32.const 48)) (i32.const 64)) ;; cb4
+    (f32.store offset=196 (global.get $LEVELS) (f32.const 1))   ;; ternary slots {0, +1, 0, -1}: int8 {0, 127, 0, -127}
+    (f32.store offset=204 (global.get $LEVELS) (f32.const -1))
+    (loop $kinds
+      (f32.store (i32.add (global.get $CBS) (i32.shl (local.get $k) (i32.const 2)))
+        (call $quant16 (i32.add (global.get $LEVELS) (i32.shl (local.get $k) (i32.const 6)))
+                       (i32.add (global.get $CBQ) (i32.shl (local.get $k) (i32.const 4)))))
+      (br_if $kinds (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 4))))
+    (local.set $p (i32.const 0))
+    (loop $perm
+      ;; crumbs: position 8t + j holds column 4j + t
+      (i32.store8 (i32.add (global.get $PERM) (local.get $p))
+        (i32.add (i32.shl (i32.and (local.get $p) (i32.const 7)) (i32.const 2)) (i32.shr_u (local.get $p) (i32.const 3))))
+      ;; 3-bit words: position 4t + m holds column 8m + t
+      (i32.store8 (i32.add (i32.add (global.get $PERM) (i32.const 32)) (local.get $p))
+        (i32.add (i32.shl (i32.and (local.get $p) (i32.const 3)) (i32.const 3)) (i32.shr_u (local.get $p) (i32.const 2))))
+      ;; nibbles: position j < 16 holds column 2j (low nibbles), 16 + j holds 2j + 1
+      (i32.store8 (i32.add (i32.add (global.get $PERM) (i32.const 64)) (local.get $p))
+        (i32.add (i32.shl (i32.and (local.get $p) (i32.const 15)) (i32.const 1)) (i32.shr_u (local.get $p) (i32.const 4))))
+      (br_if $perm (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 1))) (i32.const 32)))))
+
+  ;; int8-level scale of a CQ matrix: the kind's, times c/sqrt(group) for ternary.
+  (func $cb_scale (param $d i32) (result f32)
+    (local $kind i32)
+    (local.set $kind (i32.load offset=36 (local.get $d)))
+    (if (result f32) (i32.eq (local.get $kind) (i32.const 3))
+      (then (f32.div (call $ternary_level (i32.load offset=20 (local.get $d))) (f32.const 127)))
+      (else (f32.load (i32.add (global.get $CBS) (i32.shl (local.get $kind) (i32.const 2)))))))
+
+  ;; f32 level of raw index idx of a CQ matrix (dequantisation).
+  (func $level (param $d i32) (param $idx i32) (result f32)
+    (local $kind i32) (local $v f32)
+    (local.set $kind (i32.load offset=36 (local.get $d)))
+    (local.set $v (f32.load (i32.add (global.get $LEVELS)
+      (i32.add (i32.shl (local.get $kind) (i32.const 6)) (i32.shl (local.get $idx) (i32.const 2))))))
+    (if (result f32) (i32.eq (local.get $kind) (i32.const 3))
+      (then (f32.mul (local.get $v) (call $ternary_level (i32.load offset=20 (local.get $d)))))
+      (else (local.get $v))))
+
+  ;; Allocates n bytes (+64 for SIMD tails) and stores the pointer at `field`; 0 on failure.
+  (func $buf (param $field i32) (param $n i32) (result i32)
+    (local $p i32)
+    (local.set $p (call $alloc (i32.add (local.get $n) (i32.const 64))))
+    (i32.store (local.get $field) (local.get $p))
+    (local.get $p))
+
+  ;; Sets MAXPAD to the widest padded input of any CQ record; returns the largest group.
+  (func $widest (result i32)
+    (local $i i32) (local $v i32) (local $maxg i32)
+    (i32.store (global.get $MAXPAD) (i32.const 0))
+    (loop $each
+      (if (i32.lt_u (local.get $i) (i32.load (global.get $NREC)))
+        (then
+          (if (i32.eq (i32.load (call $rec (local.get $i))) (i32.const 3))
+            (then
+              (if (i32.gt_u (local.tee $v (i32.load offset=16 (call $rec (local.get $i)))) (i32.load (global.get $MAXPAD)))
+                (then (i32.store (global.get $MAXPAD) (local.get $v))))
+              (if (i32.gt_u (local.tee $v (i32.load offset=20 (call $rec (local.get $i)))) (local.get $maxg))
+                (then (local.set $maxg (local.get $v))))))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $each))))
+    (local.get $maxg))
+
+  ;; The per-model buffers (everything but the KV cache and scores, which depend on the sink).
+  (func $alloc_state (result i32)
+    (local $d i32) (local $ld i32) (local $qd i32) (local $kvd i32) (local $i i32)
+    (local $maxg i32) (local $ok i32) (local $S i32) (local $E i32) (local $hd i32)
+    (local.set $d (i32.shl (call $g (global.get $G_D)) (i32.const 2)))
+    (local.set $ld (i32.mul (local.get $d) (call $g (global.get $G_LANES))))
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $qd (i32.shl (i32.mul (call $g (global.get $G_H)) (local.get $hd)) (i32.const 2)))
+    (local.set $kvd (i32.shl (i32.mul (call $g (global.get $G_KV)) (local.get $hd)) (i32.const 2)))
+    (local.set $S (call $g (global.get $G_NSITE)))
+    (local.set $E (i32.shl (i32.mul (call $g (global.get $G_TABLES)) (call $g (global.get $G_SUB))) (i32.const 2)))
+    (local.set $maxg (call $widest))
+    (local.set $ok (i32.const 1))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_X) (local.get $ld)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_NX) (local.get $ld)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_NEWX) (local.get $ld)) (i32.const 0))))
+    (local.set $i (global.get $P_U))
+    (loop $dvec  ;; U, B, H (1100..1108)
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (local.get $i) (local.get $d)) (i32.const 0))))
+      (br_if $dvec (i32.le_u (local.tee $i (i32.add (local.get $i) (i32.const 4))) (global.get $P_H))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_Q) (local.get $qd)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_K) (local.get $kvd)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_V) (local.get $kvd)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_GATE) (local.get $qd)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_O) (local.get $qd)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_A) (local.get $d)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_X1) (local.get $d)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_Z) (i32.shl (call $g (global.get $G_HADA)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_Y) (local.get $d)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_XM) (local.get $d)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_HPRE) (i32.const 64)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_HPOST) (i32.const 64)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_ROUTE) (i32.const 1024)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_RFREQ) (i32.shl (local.get $hd) (i32.const 1))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_RCOS) (i32.shl (local.get $hd) (i32.const 1))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_RSIN) (i32.shl (local.get $hd) (i32.const 1))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_HIST) (i32.shl (call $g (global.get $G_MAXSEQ)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_PREPF) (i32.shl (i32.load (global.get $MAXPAD)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_PREPQ) (i32.add (i32.shl (i32.load (global.get $MAXPAD)) (i32.const 1)) (i32.const 128))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_PREPS) (i32.shr_u (i32.load (global.get $MAXPAD)) (i32.const 3))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_DQ) (i32.shl (local.get $maxg) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_EE) (i32.mul (local.get $S) (local.get $E))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_EK) (i32.mul (local.get $S) (local.get $d))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_EV) (i32.mul (local.get $S) (local.get $d))) (i32.const 0))))
+    (i32.store (global.get $RING_ROWS) (i32.add (i32.const 1)
+      (i32.mul (i32.sub (call $g (global.get $G_TAPS)) (i32.const 1)) (call $g (global.get $G_DIL)))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_ERING)
+      (i32.mul (i32.mul (local.get $S) (i32.load (global.get $RING_ROWS))) (local.get $d))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_ESLOT) (i32.shl (call $g (global.get $G_TABLES)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_EVALID) (i32.shl (call $g (global.get $G_TABLES)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $LOGITS) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_SORT) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_PROB) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
+    (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
+    (f32.store (global.get $SQRTD) (f32.sqrt (f32.convert_i32_u (call $g (global.get $G_D)))))
+    (call $rope_freqs)
+    (i32.store (global.get $KV_CAP) (i32.const 0))
+    (i32.store (global.get $STATE_OK) (i32.const 1))
+    (i32.const 0))
+
+  ;; freq_m = f32(1 / theta^(2m / head_dim)) in f64 (docs/numerics.md).
+  (func $rope_freqs
+    (local $m i32) (local $half i32) (local $lt f64)
+    (local.set $half (i32.shr_u (call $g (global.get $G_HD)) (i32.const 1)))
+    (local.set $lt (call $log64 (f64.promote_f32 (f32.load (global.get $G_THETA)))))
+    (loop $l
+      (if (i32.lt_u (local.get $m) (local.get $half))
+        (then
+          (f32.store (i32.add (i32.load (global.get $P_RFREQ)) (i32.shl (local.get $m) (i32.const 2)))
+            (f32.demote_f64 (f64.div (f64.const 1) (call $exp64 (f64.mul (local.get $lt)
+              (f64.div (f64.mul (f64.const 2) (f64.convert_i32_u (local.get $m))) (f64.convert_i32_u (call $g (global.get $G_HD)))))))))
+          (local.set $m (i32.add (local.get $m) (i32.const 1)))
+          (br $l)))))
+
+  ;; Starts a new session with `sink` pinned KV positions: sizes the KV cache (allocating more if the
+  ;; sink grew) and clears the state. 0 or ERR_NOT_LOADED / ERR_MEMORY.
+  (func $session_reset_i (export "session_reset") (param $sink i32) (result i32)
+    (local $slots i32) (local $win i32) (local $rows i32) (local $kvb i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
+    (local.set $win (call $g (global.get $G_KVWIN)))
+    (local.set $slots (call $g (global.get $G_MAXSEQ)))
+    (if (local.get $win)
+      (then (if (i64.lt_u (i64.add (i64.extend_i32_u (local.get $sink)) (i64.extend_i32_u (local.get $win))) (i64.extend_i32_u (local.get $slots)))
+        (then (local.set $slots (i32.add (local.get $sink) (local.get $win)))))))
+    (local.set $rows (i32.mul (i32.mul (call $g (global.get $G_L)) (call $g (global.get $G_KV))) (local.get $slots)))
+    (local.set $kvb (i32.mul (local.get $rows) (call $g (global.get $G_HD))))
+    (if (i32.gt_u (local.get $slots) (i32.load (global.get $KV_CAP)))
+      (then
+        (if (i32.eqz (i32.and (i32.and (i32.ne (call $buf (global.get $P_KQ) (local.get $kvb)) (i32.const 0))
+                                       (i32.ne (call $buf (global.get $P_VQ) (local.get $kvb)) (i32.const 0)))
+                     (i32.and (i32.ne (call $buf (global.get $P_KS) (i32.shr_u (local.get $kvb) (i32.const 3))) (i32.const 0))
+                              (i32.and (i32.ne (call $buf (global.get $P_VS) (i32.shr_u (local.get $kvb) (i32.const 3))) (i32.const 0))
+                                       (i32.ne (call $buf (global.get $P_SCORES) (i32.shl (i32.mul (i32.add (local.get $slots) (i32.const 8)) (i32.shl (call $g (global.get $G_H)) (i32.const 1))) (i32.const 2))) (i32.const 0))))))
+          (then (return (global.get $ERR_MEMORY))))
+        (i32.store (global.get $KV_CAP) (local.get $slots))))
+    (i32.store (global.get $SINK) (local.get $sink))
+    (i32.store (global.get $KV_SLOTS) (local.get $slots))
+    (i32.store (global.get $POS) (i32.const 0))
+    (call $zero (i32.load (global.get $P_KQ)) (local.get $kvb))
+    (call $zero (i32.load (global.get $P_VQ)) (local.get $kvb))
+    (call $zero (i32.load (global.get $P_KS)) (i32.shr_u (local.get $kvb) (i32.const 3)))
+    (call $zero (i32.load (global.get $P_VS)) (i32.shr_u (local.get $kvb) (i32.const 3)))
+    (call $zero (i32.load (global.get $P_HIST)) (i32.shl (call $g (global.get $G_MAXSEQ)) (i32.const 2)))
+    (call $zero (i32.load (global.get $P_ERING)) (i32.shl (i32.mul (i32.mul (call $g (global.get $G_NSITE)) (i32.load (global.get $RING_ROWS))) (call $g (global.get $G_D))) (i32.const 2)))
+    (i32.const 0))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Kernels: FWHT, activation preparation (A8), CQ matrix-vector products, row dequantisation
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Unnormalised in-place Walsh-Hadamard butterfly over n f32 at p (n a power of two), stride 1
+  ;; first, a+b left and a-b right; strides 1 and 2 inside one vector, then whole vectors.
+  (func $fwht (export "fwht") (param $p i32) (param $n i32)
+    (local $i i32) (local $v v128) (local $a v128) (local $b v128) (local $s i32) (local $base i32)
+    (local $j i32) (local $x v128) (local $y v128) (local $e i32)
+    (if (i32.lt_u (local.get $n) (i32.const 4)) (then (return (call $fwht_small (local.get $p) (local.get $n)))))
+    (local.set $e (i32.add (local.get $p) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $i (local.get $p))
+    (loop $v4
+      (local.set $v (v128.load (local.get $i)))
+      ;; stride 1: (v0+v1, v0-v1, v2+v3, v2-v3)
+      (local.set $a (i8x16.shuffle 0 1 2 3 0 1 2 3 8 9 10 11 8 9 10 11 (local.get $v) (local.get $v)))
+      (local.set $b (i8x16.shuffle 4 5 6 7 4 5 6 7 12 13 14 15 12 13 14 15 (local.get $v) (local.get $v)))
+      (local.set $v (f32x4.add (local.get $a) (f32x4.mul (local.get $b) (v128.const f32x4 1 -1 1 -1))))
+      ;; stride 2: (v0+v2, v1+v3, v0-v2, v1-v3)
+      (local.set $a (i8x16.shuffle 0 1 2 3 4 5 6 7 0 1 2 3 4 5 6 7 (local.get $v) (local.get $v)))
+      (local.set $b (i8x16.shuffle 8 9 10 11 12 13 14 15 8 9 10 11 12 13 14 15 (local.get $v) (local.get $v)))
+      (v128.store (local.get $i) (f32x4.add (local.get $a) (f32x4.mul (local.get $b) (v128.const f32x4 1 1 -1 -1))))
+      (br_if $v4 (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e))))
+    (local.set $s (i32.const 16))  ;; stride 4 in bytes
+    (loop $stage
+      (if (i32.lt_u (local.get $s) (i32.shl (local.get $n) (i32.const 2)))
+        (then
+          (local.set $base (local.get $p))
+          (loop $blocks
+            (local.set $j (local.get $base))
+            (loop $pairs
+              (local.set $x (v128.load (local.get $j)))
+              (local.set $y (v128.load (i32.add (local.get $j) (local.get $s))))
+              (v128.store (local.get $j) (f32x4.add (local.get $x) (local.get $y)))
+              (v128.store (i32.add (local.get $j) (local.get $s)) (f32x4.sub (local.get $x) (local.get $y)))
+              (br_if $pairs (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 16))) (i32.add (local.get $base) (local.get $s)))))
+            (br_if $blocks (i32.lt_u (local.tee $base (i32.add (local.get $base) (i32.shl (local.get $s) (i32.const 1)))) (local.get $e))))
+          (local.set $s (i32.shl (local.get $s) (i32.const 1)))
+          (br $stage)))))
+
+  ;; The butterfly for n = 1 or 2.
+  (func $fwht_small (param $p i32) (param $n i32)
+    (local $a f32) (local $b f32)
+    (if (i32.eq (local.get $n) (i32.const 2))
+      (then
+        (local.set $a (f32.load (local.get $p)))
+        (local.set $b (f32.load offset=4 (local.get $p)))
+        (f32.store (local.get $p) (f32.add (local.get $a) (local.get $b)))
+        (f32.store offset=4 (local.get $p) (f32.sub (local.get $a) (local.get $b))))))
+
+  ;; fwht followed by x f32(1/sqrt(n)): the orthonormal H_n.
+  (func $fwht_norm (export "fwht_norm") (param $p i32) (param $n i32)
+    (call $fwht (local.get $p) (local.get $n))
+    (call $scale (local.get $p) (local.get $n) (call $invroot (local.get $n))))
+
+  ;; x[0..n) *= s (n any; vectors then a scalar tail).
+  (func $scale (param $p i32) (param $n i32) (param $s f32)
+    (local $e i32) (local $e4 i32) (local $sv v128)
+    (local.set $sv (f32x4.splat (local.get $s)))
+    (local.set $e (i32.add (local.get $p) (i32.shl (local.get $n) (i32.const 2))))
+    (local.set $e4 (i32.add (local.get $p) (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2))))
+    (block $d (loop $v
+      (br_if $d (i32.ge_u (local.get $p) (local.get $e4)))
+      (v128.store (local.get $p) (f32x4.mul (v128.load (local.get $p)) (local.get $sv)))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (br $v)))
+    (block $d2 (loop $t
+      (br_if $d2 (i32.ge_u (local.get $p) (local.get $e)))
+      (f32.store (local.get $p) (f32.mul (f32.load (local.get $p)) (local.get $s)))
+      (local.set $p (i32.add (local.get $p) (i32.const 4)))
+      (br $t))))
+
+  ;; Permutation layout of a matrix kind: 0 crumbs (2-bit, ternary), 1 3-bit words, 2 nibbles.
+  (func $layout (param $kind i32) (result i32)
+    (select (i32.const 0) (local.get $kind) (i32.eq (local.get $kind) (i32.const 3))))
+
+  ;; A8 preparation of x (m.cols f32) for CQ matrix m: zero-pad, FWHT + 1/sqrt(G) per group, then per
+  ;; block of 32 quantise to int8 (docs/numerics.md) and store widened to i16 in the kernel's column
+  ;; order (PREPQ), with the block scales in PREPS. Remembers what it prepared.
+  (func $prepare (param $m i32) (param $x i32)
+    (local $cols i32) (local $pad i32) (local $g i32) (local $f i32) (local $b i32) (local $nb i32)
+    (local.set $cols (i32.load offset=12 (local.get $m)))
+    (local.set $pad (i32.load offset=16 (local.get $m)))
+    (local.set $g (i32.load offset=20 (local.get $m)))
+    (local.set $f (i32.load (global.get $P_PREPF)))
+    (memory.copy (local.get $f) (local.get $x) (i32.shl (local.get $cols) (i32.const 2)))
+    (call $zero (i32.add (local.get $f) (i32.shl (local.get $cols) (i32.const 2)))
+                (i32.shl (i32.sub (local.get $pad) (local.get $cols)) (i32.const 2)))
+    (local.set $b (i32.const 0))
+    (loop $groups
+      (call $fwht_norm (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 2))) (local.get $g))
+      (br_if $groups (i32.lt_u (local.tee $b (i32.add (local.get $b) (local.get $g))) (local.get $pad))))
+    (local.set $nb (i32.shr_u (local.get $pad) (i32.const 5)))
+    (local.set $b (i32.const 0))
+    (loop $blocks
+      (call $quant_block (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 7)))
+        (i32.add (i32.load (global.get $P_PREPQ)) (i32.shl (local.get $b) (i32.const 6)))
+        (i32.add (i32.load (global.get $P_PREPS)) (i32.shl (local.get $b) (i32.const 2)))
+        (i32.add (global.get $PERM) (i32.shl (call $layout (i32.load offset=36 (local.get $m))) (i32.const 5))))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
+    (i32.store (global.get $PREP_SRC) (local.get $x))
+    (i32.store (global.get $PREP_KIND) (call $layout (i32.load offset=36 (local.get $m))))
+    (i32.store (global.get $PREP_COLS) (local.get $cols))
+    (i32.store (global.get $PREP_GROUP) (local.get $g)))
+
+  ;; quantizeBlockInt8 of 32 f32 at src: i16 values to dst in the order of `perm` (dst[k] = q[perm[k]]),
+  ;; the scale to *sp. The maximum skips NaN as std::max does (pmax keeps the accumulator); the
+  ;; rounding is the scalar rule in four lanes: nearest, then trunc_sat (NaN -> 0) and a clamp.
+  (func $quant_block (param $src i32) (param $dst i32) (param $sp i32) (param $perm i32)
+    (local $m v128) (local $amax f32) (local $inv v128) (local $k i32) (local $lo v128) (local $hi v128)
+    (local.set $m (f32x4.pmax (f32x4.abs (v128.load (local.get $src))) (f32x4.abs (v128.load offset=16 (local.get $src)))))
+    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=32 (local.get $src)))))
+    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=48 (local.get $src)))))
+    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=64 (local.get $src)))))
+    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=80 (local.get $src)))))
+    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=96 (local.get $src)))))
+    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=112 (local.get $src)))))
+    (local.set $amax (f32.max (f32.max (f32x4.extract_lane 0 (local.get $m)) (f32x4.extract_lane 1 (local.get $m)))
+                              (f32.max (f32x4.extract_lane 2 (local.get $m)) (f32x4.extract_lane 3 (local.get $m)))))
+    (if (f32.eq (local.get $amax) (f32.const 0))
+      (then
+        (call $zero (local.get $dst) (i32.const 64))
+        (f32.store (local.get $sp) (f32.const 0))
+        (return)))
+    (local.set $inv (f32x4.splat (f32.div (f32.const 127) (local.get $amax))))
+    (loop $eights  ;; q of eight columns as i16, in column order, to QTMP
+      (local.set $lo (call $q8x4 (v128.load (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv)))
+      (local.set $hi (call $q8x4 (v128.load offset=16 (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv)))
+      (v128.store (i32.add (global.get $QTMP) (i32.shl (local.get $k) (i32.const 1))) (i16x8.narrow_i32x4_s (local.get $lo) (local.get $hi)))
+      (br_if $eights (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 8))) (i32.const 32))))
+    (local.set $k (i32.const 0))
+    (loop $permute
+      (i32.store16 (i32.add (local.get $dst) (i32.shl (local.get $k) (i32.const 1)))
+        (i32.load16_u (i32.add (global.get $QTMP) (i32.shl (i32.load8_u (i32.add (local.get $perm) (local.get $k))) (i32.const 1)))))
+      (br_if $permute (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 32))))
+    (f32.store (local.get $sp) (f32.div (local.get $amax) (f32.const 127))))
+
+  ;; The int8 rule of quantizeBlockInt8 in four lanes: clamp(trunc_sat(nearest(x inv)), -127, 127).
+  (func $q8x4 (param $x v128) (param $inv v128) (result v128)
+    (i32x4.min_s (i32x4.max_s (i32x4.trunc_sat_f32x4_s (f32x4.nearest (f32x4.mul (local.get $x) (local.get $inv))))
+                              (i32x4.splat (i32.const -127)))
+                 (i32x4.splat (i32.const 127))))
+
+  ;; Row kernels: the sum over groups of norm x sum over blocks of (exact int32 block dot) x block
+  ;; scale, for one packed row against the prepared activation (PREPQ/PREPS); the caller multiplies
+  ;; by the int8-level scale. `mask` = blocks per group - 1; `tbl` = the int8 levels for swizzle.
+  ;; The f32 sums run in the reference's order (blocks, then groups, one by one): an f32 result that
+  ;; differs by one ulp can round to a different int8 in the next product, so the order matters.
+
+  ;; 2-bit and ternary rows: 16 bytes = 64 columns = two blocks; crumb t of byte j is column 4j + t.
+  (func $row2 (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
+    (local $xq i32) (local $xs i32) (local $b i32) (local $w v128) (local $l0 v128) (local $l1 v128)
+    (local $l2 v128) (local $l3 v128) (local $d v128) (local $gs f32) (local $acc f32) (local $three v128)
+    (local.set $xq (i32.load (global.get $P_PREPQ)))
+    (local.set $xs (i32.load (global.get $P_PREPS)))
+    (local.set $three (i8x16.splat (i32.const 3)))
+    (loop $pairs
+      (local.set $w (v128.load (local.get $p)))
+      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
+      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
+      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
+      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (local.set $d (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l0)) (v128.load (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l1)) (v128.load offset=16 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l2)) (v128.load offset=32 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l3)) (v128.load offset=48 (local.get $xq))))))
+      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load (local.get $xs)))))
+      (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
+        (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
+              (local.set $np (i32.add (local.get $np) (i32.const 2)))
+              (local.set $gs (f32.const 0))))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (if (i32.lt_u (local.get $b) (local.get $nb))
+        (then
+          (local.set $d (i32x4.add
+            (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l0)) (v128.load offset=64 (local.get $xq)))
+                       (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l1)) (v128.load offset=80 (local.get $xq))))
+            (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l2)) (v128.load offset=96 (local.get $xq)))
+                       (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l3)) (v128.load offset=112 (local.get $xq))))))
+          (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load offset=4 (local.get $xs)))))
+          (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
+            (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
+                  (local.set $np (i32.add (local.get $np) (i32.const 2)))
+                  (local.set $gs (f32.const 0))))
+          (local.set $b (i32.add (local.get $b) (i32.const 1)))))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (local.set $xq (i32.add (local.get $xq) (i32.const 128)))
+      (local.set $xs (i32.add (local.get $xs) (i32.const 8)))
+      (br_if $pairs (i32.lt_u (local.get $b) (local.get $nb))))
+    (local.get $acc))
+
+  ;; 4-bit rows: 16 bytes = one block; the low nibble of byte j is column 2j, the high one 2j + 1.
+  (func $row4 (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
+    (local $xq i32) (local $xs i32) (local $b i32) (local $w v128) (local $lo v128) (local $hi v128)
+    (local $d v128) (local $gs f32) (local $acc f32)
+    (local.set $xq (i32.load (global.get $P_PREPQ)))
+    (local.set $xs (i32.load (global.get $P_PREPS)))
+    (loop $blocks
+      (local.set $w (v128.load (local.get $p)))
+      (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (i8x16.splat (i32.const 15)))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $d (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=16 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=32 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=48 (local.get $xq))))))
+      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load (local.get $xs)))))
+      (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
+        (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
+              (local.set $np (i32.add (local.get $np) (i32.const 2)))
+              (local.set $gs (f32.const 0))))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+      (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
+    (local.get $acc))
+
+  ;; 3-bit rows: 12 bytes = one block = four 24-bit words of 8 indices; index t of word m is column
+  ;; 8m + t. The words are gathered into i32 lanes, shifted out, narrowed to bytes, then looked up.
+  (func $row3 (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
+    (local $xq i32) (local $xs i32) (local $b i32) (local $w v128) (local $la v128) (local $lb v128)
+    (local $d v128) (local $gs f32) (local $acc f32) (local $seven v128)
+    (local.set $xq (i32.load (global.get $P_PREPQ)))
+    (local.set $xs (i32.load (global.get $P_PREPS)))
+    (local.set $seven (i32x4.splat (i32.const 7)))
+    (loop $blocks
+      (local.set $w (i8x16.swizzle (v128.load (local.get $p))
+        (v128.const i8x16 0 1 2 0x80 3 4 5 0x80 6 7 8 0x80 9 10 11 0x80)))
+      (local.set $la (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
+        (i16x8.narrow_i32x4_u (v128.and (local.get $w) (local.get $seven))
+                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 3)) (local.get $seven)))
+        (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 6)) (local.get $seven))
+                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 9)) (local.get $seven))))))
+      (local.set $lb (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
+        (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 12)) (local.get $seven))
+                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 15)) (local.get $seven)))
+        (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 18)) (local.get $seven))
+                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 21)) (local.get $seven))))))
+      (local.set $d (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $la)) (v128.load (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $la)) (v128.load offset=16 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lb)) (v128.load offset=32 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lb)) (v128.load offset=48 (local.get $xq))))))
+      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load (local.get $xs)))))
+      (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
+        (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
+              (local.set $np (i32.add (local.get $np) (i32.const 2)))
+              (local.set $gs (f32.const 0))))
+      (local.set $p (i32.add (local.get $p) (i32.const 12)))
+      (local.set $xq (i32.add (local.get $xq) (i32.const 64)))
+      (local.set $xs (i32.add (local.get $xs) (i32.const 4)))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
+    (local.get $acc))
+
+  ;; Fast kernels for 2-bit, ternary and 4-bit matrices with groups that are multiples of 128 (every
+  ;; real archive): four blocks per round. The four exact int32 block dots are summed across lanes
+  ;; together (one transpose), converted and scaled in one vector, and then added to the group sum
+  ;; one lane at a time, in block order: the same f32 operations in the same order as the general
+  ;; kernels, with fewer instructions. (3-bit matrices always take the general kernel.)
+
+  ;; 2-bit and ternary, groups of 128k: 32 bytes = four blocks per round. `mask` = quads per group - 1.
+  ;; (Written out in full: this loop is most of the work of a step, and calls are not inlined.)
+  (func $row2q (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
+    (local $xq i32) (local $xs i32) (local $q i32) (local $w v128) (local $l0 v128) (local $l1 v128) (local $l2 v128)
+    (local $l3 v128) (local $da v128) (local $db v128) (local $dc v128) (local $dd v128) (local $v v128)
+    (local $gs f32) (local $acc f32) (local $h i32) (local $nf f32) (local $three v128) (local $e i32)
+    (local.set $xq (i32.load (global.get $P_PREPQ)))
+    (local.set $xs (i32.load (global.get $P_PREPS)))
+    (local.set $three (i8x16.splat (i32.const 3)))
+    (local.set $e (i32.add (local.get $p) (i32.shl (local.get $nb) (i32.const 3))))
+    (loop $quads
+      ;; blocks 0 and 1: bytes 0..15 (crumb t of byte j is column 4j + t)
+      (local.set $w (v128.load (local.get $p)))
+      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
+      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
+      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
+      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (local.set $da (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l0)) (v128.load (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l1)) (v128.load offset=16 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l2)) (v128.load offset=32 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l3)) (v128.load offset=48 (local.get $xq))))))
+      (local.set $db (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l0)) (v128.load offset=64 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l1)) (v128.load offset=80 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l2)) (v128.load offset=96 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l3)) (v128.load offset=112 (local.get $xq))))))
+      ;; blocks 2 and 3: bytes 16..31
+      (local.set $w (v128.load offset=16 (local.get $p)))
+      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
+      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
+      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
+      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (local.set $dc (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l0)) (v128.load offset=128 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l1)) (v128.load offset=144 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l2)) (v128.load offset=160 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l3)) (v128.load offset=176 (local.get $xq))))))
+      (local.set $dd (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l0)) (v128.load offset=192 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l1)) (v128.load offset=208 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l2)) (v128.load offset=224 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l3)) (v128.load offset=240 (local.get $xq))))))
+      ;; the four block sums (a transpose of lane sums, exact), x the block scales, added in order
+      (local.set $da (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $da) (local.get $db))
+                                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $da) (local.get $db))))
+      (local.set $dc (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $dc) (local.get $dd))
+                                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $dc) (local.get $dd))))
+      (local.set $v (f32x4.mul (v128.load (local.get $xs)) (f32x4.convert_i32x4_s (i32x4.add
+        (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $da) (local.get $dc))
+        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $da) (local.get $dc))))))
+      (local.set $gs (f32.add (f32.add (f32.add (f32.add (local.get $gs) (f32x4.extract_lane 0 (local.get $v)))
+        (f32x4.extract_lane 1 (local.get $v))) (f32x4.extract_lane 2 (local.get $v))) (f32x4.extract_lane 3 (local.get $v))))
+      ;; the group's fp16 norm: normal numbers inline (rebias the exponent), the rest by $f16
+      (local.set $h (i32.load16_u (local.get $np)))
+      (local.set $nf (if (result f32) (i32.and (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0))
+                                               (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0x7c00)))
+        (then (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+                (i32.add (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)) (i32.const 0x38000000)))))
+        (else (call $f16 (local.get $h)))))
+      (if (i32.eqz (i32.and (local.tee $q (i32.add (local.get $q) (i32.const 1))) (local.get $mask)))
+        (then (local.set $acc (f32.add (local.get $acc) (f32.mul (local.get $nf) (local.get $gs))))
+              (local.set $np (i32.add (local.get $np) (i32.const 2)))
+              (local.set $gs (f32.const 0))))
+      (local.set $xq (i32.add (local.get $xq) (i32.const 256)))
+      (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
+      (br_if $quads (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 32))) (local.get $e))))
+    (local.get $acc))
+
+  ;; 4-bit, groups of 128k: 64 bytes = four blocks per round (low nibble of byte j: column 2j,
+  ;; high nibble: 2j + 1). Written out in full like $row2q.
+  (func $row4q (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
+    (local $xq i32) (local $xs i32) (local $q i32) (local $w v128) (local $lo v128) (local $hi v128)
+    (local $da v128) (local $db v128) (local $dc v128) (local $dd v128) (local $v v128) (local $m15 v128)
+    (local $gs f32) (local $acc f32) (local $h i32) (local $nf f32) (local $e i32)
+    (local.set $xq (i32.load (global.get $P_PREPQ)))
+    (local.set $xs (i32.load (global.get $P_PREPS)))
+    (local.set $m15 (i8x16.splat (i32.const 15)))
+    (local.set $e (i32.add (local.get $p) (i32.shl (local.get $nb) (i32.const 4))))
+    (loop $quads
+      (local.set $w (v128.load (local.get $p)))
+      (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $da (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=16 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=32 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=48 (local.get $xq))))))
+      (local.set $w (v128.load offset=16 (local.get $p)))
+      (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $db (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load offset=64 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=80 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=96 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=112 (local.get $xq))))))
+      (local.set $w (v128.load offset=32 (local.get $p)))
+      (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $dc (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load offset=128 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=144 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=160 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=176 (local.get $xq))))))
+      (local.set $w (v128.load offset=48 (local.get $p)))
+      (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $dd (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load offset=192 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=208 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=224 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=240 (local.get $xq))))))
+      (local.set $da (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $da) (local.get $db))
+                                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $da) (local.get $db))))
+      (local.set $dc (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $dc) (local.get $dd))
+                                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $dc) (local.get $dd))))
+      (local.set $v (f32x4.mul (v128.load (local.get $xs)) (f32x4.convert_i32x4_s (i32x4.add
+        (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $da) (local.get $dc))
+        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $da) (local.get $dc))))))
+      (local.set $gs (f32.add (f32.add (f32.add (f32.add (local.get $gs) (f32x4.extract_lane 0 (local.get $v)))
+        (f32x4.extract_lane 1 (local.get $v))) (f32x4.extract_lane 2 (local.get $v))) (f32x4.extract_lane 3 (local.get $v))))
+      ;; the group's fp16 norm: normal numbers inline (rebias the exponent), the rest by $f16
+      (local.set $h (i32.load16_u (local.get $np)))
+      (local.set $nf (if (result f32) (i32.and (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0))
+                                               (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0x7c00)))
+        (then (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
+                (i32.add (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)) (i32.const 0x38000000)))))
+        (else (call $f16 (local.get $h)))))
+      (if (i32.eqz (i32.and (local.tee $q (i32.add (local.get $q) (i32.const 1))) (local.get $mask)))
+        (then (local.set $acc (f32.add (local.get $acc) (f32.mul (local.get $nf) (local.get $gs))))
+              (local.set $np (i32.add (local.get $np) (i32.const 2)))
+              (local.set $gs (f32.const 0))))
+      (local.set $xq (i32.add (local.get $xq) (i32.const 256)))
+      (local.set $xs (i32.add (local.get $xs) (i32.const 16)))
+      (br_if $quads (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 64))) (local.get $e))))
+    (local.get $acc))
+
+  ;; out[r - first] = (W x)[r] for rows [first + b, first + e) of CQ matrix m, x already prepared.
+  (func $mv_rows (param $m i32) (param $first i32) (param $b i32) (param $e i32) (param $out i32)
+    (local $kind i32) (local $nb i32) (local $mask i32) (local $tbl v128) (local $cs f32) (local $row i32)
+    (local $rb i32) (local $ng i32) (local $y f32) (local $fn i32)
+    (local.set $kind (i32.load offset=36 (local.get $m)))
+    (local.set $nb (i32.shr_u (i32.load offset=16 (local.get $m)) (i32.const 5)))
+    (local.set $mask (i32.sub (i32.shr_u (i32.load offset=20 (local.get $m)) (i32.const 5)) (i32.const 1)))
+    (local.set $fn (i32.add (local.get $kind) (i32.const 4)))
+    (if (i32.eqz (i32.or (i32.or (i32.and (i32.load offset=20 (local.get $m)) (i32.const 127)) (i32.load (global.get $GENERAL)))
+                         (i32.eq (local.get $kind) (i32.const 1))))
+      (then  ;; 2-bit, ternary, 4-bit with groups of 128k: the four-block kernels, `mask` counted in quads
+        (local.set $fn (i32.add (local.get $kind) (i32.const 8)))
+        (local.set $mask (i32.sub (i32.shr_u (i32.load offset=20 (local.get $m)) (i32.const 7)) (i32.const 1)))))
+    (local.set $tbl (v128.load (i32.add (global.get $CBQ) (i32.shl (local.get $kind) (i32.const 4)))))
+    (local.set $cs (call $cb_scale (local.get $m)))
+    (local.set $rb (i32.load offset=32 (local.get $m)))
+    (local.set $ng (i32.shl (i32.load offset=40 (local.get $m)) (i32.const 1)))
+    (block $done (loop $rows
+      (br_if $done (i32.ge_u (local.get $b) (local.get $e)))
+      (local.set $row (i32.add (local.get $first) (local.get $b)))
+      (local.set $y (call_indirect $jobs (type $row_t)
+        (i32.add (i32.load offset=24 (local.get $m)) (i32.mul (local.get $row) (local.get $rb)))
+        (i32.add (i32.load offset=28 (local.get $m)) (i32.mul (local.get $row) (local.get $ng)))
+        (local.get $nb) (local.get $mask) (local.get $tbl) (local.get $fn)))
+      (f32.store (i32.add (local.get $out) (i32.shl (local.get $b) (i32.const 2))) (f32.mul (local.get $y) (local.get $cs)))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (br $rows))))
+
+  ;; Job 0: rows [b, e) of the product described by ARGS: +0 matrix, +4 output, +8 first row.
+  (func $job_matvec (param $b i32) (param $e i32)
+    (call $mv_rows (i32.load (global.get $ARGS)) (i32.load offset=8 (global.get $ARGS))
+      (local.get $b) (local.get $e) (i32.load offset=4 (global.get $ARGS))))
+
+  ;; out[0 .. rowEnd - rowBegin) = rows [rowBegin, rowEnd) of W x for the x last prepared (prepared
+  ;; again when m is grouped, padded or laid out differently). Wide products are split across threads.
+  (func $product (param $m i32) (param $out i32) (param $rowBegin i32) (param $rowEnd i32)
+    (local $n i32)
+    (if (i32.or (i32.or (i32.ne (i32.load (global.get $PREP_COLS)) (i32.load offset=12 (local.get $m)))
+                        (i32.ne (i32.load (global.get $PREP_GROUP)) (i32.load offset=20 (local.get $m))))
+                (i32.ne (i32.load (global.get $PREP_KIND)) (call $layout (i32.load offset=36 (local.get $m)))))
+      (then (call $prepare (local.get $m) (i32.load (global.get $PREP_SRC)))))
+    (local.set $n (i32.sub (local.get $rowEnd) (local.get $rowBegin)))
+    (if (i32.and (i32.ge_u (local.get $n) (i32.const 64)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
+      (then
+        (i32.store (global.get $ARGS) (local.get $m))
+        (i32.store offset=4 (global.get $ARGS) (local.get $out))
+        (i32.store offset=8 (global.get $ARGS) (local.get $rowBegin))
+        (call $run_job (i32.const 0) (local.get $n) (call $chunk_for (local.get $n) (i32.const 16))))
+      (else (call $mv_rows (local.get $m) (local.get $rowBegin) (i32.const 0) (local.get $n) (local.get $out)))))
+
+  ;; Raw stored index of column `col` in a packed row (LSB-first bit stream, ib bits per index).
+  (func $raw_index (param $row i32) (param $ib i32) (param $col i32) (result i32)
+    (local $bit i32)
+    (local.set $bit (i32.mul (local.get $col) (local.get $ib)))
+    (i32.and (i32.shr_u (i32.load16_u (i32.add (local.get $row) (i32.shr_u (local.get $bit) (i32.const 3))))
+                        (i32.and (local.get $bit) (i32.const 7)))
+             (i32.sub (i32.shl (i32.const 1) (local.get $ib)) (i32.const 1))))
+
+  ;; dequantizeRow: row `row` of CQ matrix m as m.cols f32 at out: H_G (norm x level[idx]) per group.
+  (func $dequant_row (export "dequant_row") (param $m i32) (param $row i32) (param $out i32)
+    (local $G i32) (local $g i32) (local $k i32) (local $ib i32) (local $pr i32) (local $norm f32)
+    (local $dq i32) (local $cols i32) (local $n i32)
+    (local.set $G (i32.load offset=20 (local.get $m)))
+    (local.set $cols (i32.load offset=12 (local.get $m)))
+    (local.set $ib (select (i32.const 2) (i32.load offset=4 (local.get $m)) (i32.eq (i32.load offset=4 (local.get $m)) (i32.const 5))))
+    (local.set $pr (i32.add (i32.load offset=24 (local.get $m)) (i32.mul (local.get $row) (i32.load offset=32 (local.get $m)))))
+    (local.set $dq (i32.load (global.get $P_DQ)))
+    (loop $groups
+      (local.set $norm (call $f16 (i32.load16_u (i32.add (i32.load offset=28 (local.get $m))
+        (i32.shl (i32.add (i32.mul (local.get $row) (i32.load offset=40 (local.get $m))) (local.get $g)) (i32.const 1))))))
+      (local.set $k (i32.const 0))
+      (loop $cols
+        (f32.store (i32.add (local.get $dq) (i32.shl (local.get $k) (i32.const 2)))
+          (f32.mul (local.get $norm) (call $level (local.get $m)
+            (call $raw_index (local.get $pr) (local.get $ib) (i32.add (i32.mul (local.get $g) (local.get $G)) (local.get $k))))))
+        (br_if $cols (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $G))))
+      (call $fwht_norm (local.get $dq) (local.get $G))
+      (local.set $n (i32.sub (local.get $cols) (i32.mul (local.get $g) (local.get $G))))
+      (if (i32.gt_u (local.get $n) (local.get $G)) (then (local.set $n (local.get $G))))
+      (memory.copy (i32.add (local.get $out) (i32.shl (i32.mul (local.get $g) (local.get $G)) (i32.const 2)))
+                   (local.get $dq) (i32.shl (local.get $n) (i32.const 2)))
+      (br_if $groups (i32.lt_u (local.tee $g (i32.add (local.get $g) (i32.const 1))) (i32.load offset=40 (local.get $m))))))
+
+  ;; Test entry: y = W x for record `rec` (x: cols f32, y: rows f32), A8 as in step. Returns 0, or
+  ;; ERR_ARG if the record is not CQ.
+  (func (export "matvec") (param $rec i32) (param $x i32) (param $y i32) (result i32)
+    (local $m i32)
+    (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $rec) (i32.load (global.get $NREC))))
+      (then (return (global.get $ERR_ARG))))
+    (local.set $m (call $rec (local.get $rec)))
+    (if (i32.ne (i32.load (local.get $m)) (i32.const 3)) (then (return (global.get $ERR_ARG))))
+    (call $prepare (local.get $m) (local.get $x))
+    (call $product (local.get $m) (local.get $y) (i32.const 0) (i32.load offset=8 (local.get $m)))
+    (i32.const 0))
+  ;; Test switch: 1 makes every product take the general kernels (any group), 0 the fast ones.
+  (func (export "set_general_kernels") (param $on i32) (i32.store (global.get $GENERAL) (local.get $on)))
+  ;; Descriptor address of record i, and its rows and columns (for the host's tests).
+  (func (export "record") (param $i i32) (result i32) (call $rec (local.get $i)))
+  (func (export "record_rows") (param $i i32) (result i32) (i32.load offset=8 (call $rec (local.get $i))))
+  (func (export "record_cols") (param $i i32) (result i32) (i32.load offset=12 (call $rec (local.get $i))))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; The step (design page 3, host/reference.cpp in the same order)
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; 1 / sqrt(mean(x^2) + 1e-6) over n f32 (f32 sum in index order, as the reference).
+  (func $inv_rms (param $x i32) (param $n i32) (result f32)
+    (local $ss f32) (local $i i32) (local $v f32)
+    (loop $l
+      (local.set $v (f32.load (i32.add (local.get $x) (i32.shl (local.get $i) (i32.const 2)))))
+      (local.set $ss (f32.add (local.get $ss) (f32.mul (local.get $v) (local.get $v))))
+      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (f32.div (f32.const 1) (f32.sqrt (f32.add (f32.div (local.get $ss) (f32.convert_i32_u (local.get $n))) (f32.const 1e-6)))))
+
+  ;; out = x * inv_rms(x) * (1 + s) (ZCRMS; out may be x). n is a multiple of 4.
+  (func $zcrms (param $x i32) (param $s i32) (param $n i32) (param $out i32)
+    (local $inv v128) (local $i i32) (local $e i32)
+    (local.set $inv (f32x4.splat (call $inv_rms (local.get $x) (local.get $n))))
+    (local.set $e (i32.shl (local.get $n) (i32.const 2)))
+    (loop $l
+      (v128.store (i32.add (local.get $out) (local.get $i))
+        (f32x4.mul (f32x4.mul (v128.load (i32.add (local.get $x) (local.get $i))) (local.get $inv))
+                   (f32x4.add (v128.const f32x4 1 1 1 1) (v128.load (i32.add (local.get $s) (local.get $i))))))
+      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e)))))
+
+  ;; y[0..n) += a * x[0..n) (n a multiple of 4)
+  (func $axpy (param $y i32) (param $a f32) (param $x i32) (param $n i32)
+    (local $av v128) (local $i i32) (local $e i32)
+    (local.set $av (f32x4.splat (local.get $a)))
+    (local.set $e (i32.shl (local.get $n) (i32.const 2)))
+    (loop $l
+      (v128.store (i32.add (local.get $y) (local.get $i))
+        (f32x4.add (v128.load (i32.add (local.get $y) (local.get $i)))
+                   (f32x4.mul (local.get $av) (v128.load (i32.add (local.get $x) (local.get $i))))))
+      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e)))))
+
+  ;; logsumexp of n f32 at stride `st` bytes, maximum subtracted first.
+  (func $lse (param $p i32) (param $n i32) (param $st i32) (result f32)
+    (local $mx f32) (local $i i32) (local $sum f32) (local $v f32)
+    (local.set $mx (f32.load (local.get $p)))
+    (local.set $i (i32.const 1))
+    (loop $m
+      (if (i32.lt_u (local.get $i) (local.get $n))
+        (then
+          (local.set $v (f32.load (i32.add (local.get $p) (i32.mul (local.get $i) (local.get $st)))))
+          (if (f32.lt (local.get $mx) (local.get $v)) (then (local.set $mx (local.get $v))))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $m))))
+    (local.set $i (i32.const 0))
+    (loop $s
+      (local.set $sum (f32.add (local.get $sum) (call $expf (f32.sub
+        (f32.load (i32.add (local.get $p) (i32.mul (local.get $i) (local.get $st)))) (local.get $mx)))))
+      (br_if $s (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (f32.add (local.get $mx) (call $logf (local.get $sum))))
+
+  ;; Sinkhorn in the log domain on the n x n matrix at m: 20 rounds of rows then columns, then exp.
+  (func $sinkhorn (param $m i32) (param $n i32)
+    (local $it i32) (local $r i32) (local $c i32) (local $l f32) (local $p i32)
+    (loop $rounds
+      (local.set $r (i32.const 0))
+      (loop $rows
+        (local.set $p (i32.add (local.get $m) (i32.shl (i32.mul (local.get $r) (local.get $n)) (i32.const 2))))
+        (local.set $l (call $lse (local.get $p) (local.get $n) (i32.const 4)))
+        (local.set $c (i32.const 0))
+        (loop $cs
+          (f32.store (i32.add (local.get $p) (i32.shl (local.get $c) (i32.const 2)))
+            (f32.sub (f32.load (i32.add (local.get $p) (i32.shl (local.get $c) (i32.const 2)))) (local.get $l)))
+          (br_if $cs (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $n))))
+        (br_if $rows (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (local.get $n))))
+      (local.set $c (i32.const 0))
+      (loop $cols
+        (local.set $p (i32.add (local.get $m) (i32.shl (local.get $c) (i32.const 2))))
+        (local.set $l (call $lse (local.get $p) (local.get $n) (i32.shl (local.get $n) (i32.const 2))))
+        (local.set $r (i32.const 0))
+        (loop $rs
+          (f32.store (i32.add (local.get $p) (i32.shl (i32.mul (local.get $r) (local.get $n)) (i32.const 2)))
+            (f32.sub (f32.load (i32.add (local.get $p) (i32.shl (i32.mul (local.get $r) (local.get $n)) (i32.const 2)))) (local.get $l)))
+          (br_if $rs (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (local.get $n))))
+        (br_if $cols (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $n))))
+      (br_if $rounds (i32.lt_u (local.tee $it (i32.add (local.get $it) (i32.const 1))) (i32.const 20))))
+    (local.set $r (i32.const 0))
+    (loop $e
+      (local.set $p (i32.add (local.get $m) (i32.shl (local.get $r) (i32.const 2))))
+      (f32.store (local.get $p) (call $expf (f32.load (local.get $p))))
+      (br_if $e (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (i32.mul (local.get $n) (local.get $n))))))
+
+  ;; Copies n f32 to the trace at float offset `at` when tracing; returns at + n.
+  (func $trace (param $src i32) (param $n i32) (param $at i32) (result i32)
+    (if (i32.load (global.get $TRACE))
+      (then (memory.copy (i32.add (i32.load (global.get $TRACE)) (i32.shl (local.get $at) (i32.const 2)))
+                         (local.get $src) (i32.shl (local.get $n) (i32.const 2)))))
+    (i32.add (local.get $at) (local.get $n)))
+
+  ;; Floats in a trace: embedding d; per site e (tables x sub_dim), k d, v' d; per layer 2 lanes d.
+  (func $trace_size (export "trace_floats") (result i32)
+    (i32.add (i32.add (call $g (global.get $G_D))
+      (i32.mul (call $g (global.get $G_NSITE))
+        (i32.add (i32.mul (call $g (global.get $G_TABLES)) (call $g (global.get $G_SUB))) (i32.shl (call $g (global.get $G_D)) (i32.const 1)))))
+      (i32.shl (i32.mul (call $g (global.get $G_L)) (i32.mul (call $g (global.get $G_LANES)) (call $g (global.get $G_D)))) (i32.const 1))))
+
+  ;; Turns the parity-ladder trace on (1) or off (0); returns the trace buffer (0 when off or no memory).
+  (func (export "trace_enable") (param $on i32) (result i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (i32.const 0))))
+    (if (i32.eqz (local.get $on)) (then (i32.store (global.get $TRACE) (i32.const 0)) (return (i32.const 0))))
+    (if (i32.eqz (i32.load (global.get $TRACE)))
+      (then (drop (call $buf (global.get $TRACE) (i32.shl (call $trace_size) (i32.const 2))))))
+    (i32.load (global.get $TRACE)))
+
+  ;; engramHash: the slot-to-be of table tau (order `order`) at position p, before the modulo.
+  (func $engram_hash (param $tau i32) (param $order i32) (param $p i32) (result i32)
+    (local $acc i32) (local $j i32) (local $tok i32)
+    (local.set $acc (i32.mul (i32.const 0x9E3779B9) (i32.add (local.get $tau) (i32.const 1))))
+    (loop $l
+      (if (i32.lt_u (local.get $j) (local.get $order))
+        (then
+          (local.set $tok (if (result i32) (i32.ge_u (local.get $p) (local.get $j))
+            (then (i32.load (i32.add (i32.load (global.get $P_HIST)) (i32.shl (i32.sub (local.get $p) (local.get $j)) (i32.const 2)))))
+            (else (i32.const 0))))
+          (local.set $acc (i32.mul (i32.xor (local.get $acc) (local.get $tok)) (i32.const 0x01000193)))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $l))))
+    (i32.xor (local.get $acc) (i32.shr_u (local.get $acc) (i32.const 15))))
+
+  ;; 3. Engram keys and values for every site at position p (trace from float offset `at`).
+  (func $engram (param $p i32) (param $at i32) (result i32)
+    (local $T i32) (local $heads i32) (local $tau i32) (local $order i32) (local $s i32) (local $e i32)
+    (local $E i32) (local $sub i32) (local $d i32) (local $kp i32) (local $ring i32) (local $vt i32) (local $j i32)
+    (local $back i32) (local $R i32) (local $row i32)
+    (local.set $T (call $g (global.get $G_TABLES)))
+    (if (i32.eqz (call $g (global.get $G_NSITE))) (then (return (local.get $at))))
+    (local.set $heads (i32.div_u (local.get $T) (call $g (global.get $G_NORD))))
+    (local.set $sub (call $g (global.get $G_SUB)))
+    (local.set $E (i32.mul (local.get $T) (local.get $sub)))
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $R (i32.load (global.get $RING_ROWS)))
+    (loop $tables
+      (local.set $order (i32.load (i32.add (global.get $G_ORD) (i32.shl (i32.div_u (local.get $tau) (local.get $heads)) (i32.const 2)))))
+      (i32.store (i32.add (i32.load (global.get $P_EVALID)) (i32.shl (local.get $tau) (i32.const 2)))
+        (i32.ge_u (i32.add (local.get $p) (i32.const 1)) (local.get $order)))
+      (i32.store (i32.add (i32.load (global.get $P_ESLOT)) (i32.shl (local.get $tau) (i32.const 2)))
+        (i32.rem_u (call $engram_hash (local.get $tau) (local.get $order) (local.get $p)) (call $g (global.get $G_SLOTS))))
+      (br_if $tables (i32.lt_u (local.tee $tau (i32.add (local.get $tau) (i32.const 1))) (local.get $T))))
+    (loop $sites
+      (local.set $e (i32.add (i32.load (global.get $P_EE)) (i32.shl (i32.mul (local.get $s) (local.get $E)) (i32.const 2))))
+      (local.set $tau (i32.const 0))
+      (loop $rows
+        (local.set $row (i32.add (local.get $e) (i32.shl (i32.mul (local.get $tau) (local.get $sub)) (i32.const 2))))
+        (if (i32.load (i32.add (i32.load (global.get $P_EVALID)) (i32.shl (local.get $tau) (i32.const 2))))
+          (then (call $dequant_row (call $r_engram (local.get $s) (i32.const 0))
+                  (i32.add (i32.mul (local.get $tau) (call $g (global.get $G_SLOTS)))
+                           (i32.load (i32.add (i32.load (global.get $P_ESLOT)) (i32.shl (local.get $tau) (i32.const 2)))))
+                  (local.get $row)))
+          (else (call $zero (local.get $row) (i32.shl (local.get $sub) (i32.const 2)))))
+        (br_if $rows (i32.lt_u (local.tee $tau (i32.add (local.get $tau) (i32.const 1))) (local.get $T))))
+      (local.set $kp (i32.add (i32.load (global.get $P_EK)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))))
+      (local.set $ring (i32.add (i32.load (global.get $P_ERING)) (i32.shl (i32.mul (i32.mul (local.get $s) (local.get $R)) (local.get $d)) (i32.const 2))))
+      (call $prepare (call $r_engram (local.get $s) (i32.const 1)) (local.get $e))
+      (call $product (call $r_engram (local.get $s) (i32.const 1)) (local.get $kp) (i32.const 0) (local.get $d))
+      (call $product (call $r_engram (local.get $s) (i32.const 2))
+        (i32.add (local.get $ring) (i32.shl (i32.mul (i32.rem_u (local.get $p) (local.get $R)) (local.get $d)) (i32.const 2)))
+        (i32.const 0) (local.get $d))
+      (local.set $vt (i32.add (i32.load (global.get $P_EV)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))))
+      (call $zero (local.get $vt) (i32.shl (local.get $d) (i32.const 2)))
+      (local.set $j (i32.const 0))
+      (block $taps_done (loop $taps
+        (br_if $taps_done (i32.ge_u (local.get $j) (call $g (global.get $G_TAPS))))
+        (local.set $back (i32.mul (local.get $j) (call $g (global.get $G_DIL))))
+        (br_if $taps_done (i32.gt_u (local.get $back) (local.get $p)))
+        (call $mul_add (local.get $vt)
+          (i32.add (call $fdata (call $r_engram (local.get $s) (i32.const 3))) (i32.shl (i32.mul (local.get $j) (local.get $d)) (i32.const 2)))
+          (i32.add (local.get $ring) (i32.shl (i32.mul (i32.rem_u (i32.sub (local.get $p) (local.get $back)) (local.get $R)) (local.get $d)) (i32.const 2)))
+          (local.get $d))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $taps)))
+      (local.set $at (call $trace (local.get $e) (local.get $E) (local.get $at)))
+      (local.set $at (call $trace (local.get $kp) (local.get $d) (local.get $at)))
+      (local.set $at (call $trace (local.get $vt) (local.get $d) (local.get $at)))
+      (br_if $sites (i32.lt_u (local.tee $s (i32.add (local.get $s) (i32.const 1))) (call $g (global.get $G_NSITE)))))
+    (local.get $at))
+
+  ;; y[i] += a[i] * x[i] over n f32 (n a multiple of 4)
+  (func $mul_add (param $y i32) (param $a i32) (param $x i32) (param $n i32)
+    (local $i i32) (local $e i32)
+    (local.set $e (i32.shl (local.get $n) (i32.const 2)))
+    (loop $l
+      (v128.store (i32.add (local.get $y) (local.get $i))
+        (f32x4.add (v128.load (i32.add (local.get $y) (local.get $i)))
+                   (f32x4.mul (v128.load (i32.add (local.get $a) (local.get $i))) (v128.load (i32.add (local.get $x) (local.get $i))))))
+      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e)))))
+
+  ;; 4a-f. mHC coefficients of layer i: hpre, hpost and the Sinkhorn routing P from nx = rmsunit(X).
+  (func $mhc_coeffs (param $i i32)
+    (local $lanes i32) (local $ld i32) (local $k i32) (local $ell i32) (local $ll i32) (local $v f32)
+    (local.set $lanes (call $g (global.get $G_LANES)))
+    (local.set $ld (i32.mul (local.get $lanes) (call $g (global.get $G_D))))
+    (local.set $ell (i32.rem_u (local.get $i) (local.get $lanes)))
+    (local.set $ll (i32.mul (local.get $lanes) (local.get $lanes)))
+    (memory.copy (i32.load (global.get $P_NX)) (i32.load (global.get $P_X)) (i32.shl (local.get $ld) (i32.const 2)))
+    (call $scale (i32.load (global.get $P_NX)) (local.get $ld) (call $inv_rms (i32.load (global.get $P_NX)) (local.get $ld)))
+    (call $prepare (call $r_mhc (i32.const 6)) (i32.load (global.get $P_NX)))
+    (call $product (call $r_mhc (i32.const 6)) (i32.load (global.get $P_HPRE))
+      (i32.mul (local.get $lanes) (local.get $i)) (i32.mul (local.get $lanes) (i32.add (local.get $i) (i32.const 1))))
+    (call $product (call $r_mhc (i32.const 7)) (i32.load (global.get $P_HPOST))
+      (i32.mul (local.get $lanes) (local.get $i)) (i32.mul (local.get $lanes) (i32.add (local.get $i) (i32.const 1))))
+    (call $product (call $r_mhc (i32.const 8)) (i32.load (global.get $P_ROUTE))
+      (i32.mul (local.get $ll) (local.get $i)) (i32.mul (local.get $ll) (i32.add (local.get $i) (i32.const 1))))
+    (loop $lanes_
+      ;; hpre_k = sigmoid(a_pre[i] phi + b_pre[i,k] + (+4 | -4)); hpost_k = 2 sigmoid(a_post[i] phi + b_post[i,k] + (0 | -4))
+      (call $set_coeff (global.get $P_HPRE) (i32.const 0) (i32.const 3) (local.get $i) (local.get $k)
+        (select (f32.const 4) (f32.const -4) (i32.eq (local.get $k) (local.get $ell))) (f32.const 1))
+      (call $set_coeff (global.get $P_HPOST) (i32.const 1) (i32.const 4) (local.get $i) (local.get $k)
+        (select (f32.const 0) (f32.const -4) (i32.eq (local.get $k) (local.get $ell))) (f32.const 2))
+      (br_if $lanes_ (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $lanes))))
+    (local.set $k (i32.const 0))
+    (loop $res  ;; M_rc = a_res[i] phi + b_res[i, r, c]
+      (local.set $v (f32.load (i32.add (i32.load (global.get $P_ROUTE)) (i32.shl (local.get $k) (i32.const 2)))))
+      (f32.store (i32.add (i32.load (global.get $P_ROUTE)) (i32.shl (local.get $k) (i32.const 2)))
+        (f32.add (f32.mul (f32.load (i32.add (call $fdata (call $r_mhc (i32.const 2))) (i32.shl (local.get $i) (i32.const 2)))) (local.get $v))
+                 (f32.load (i32.add (call $fdata (call $r_mhc (i32.const 5)))
+                                    (i32.shl (i32.add (i32.mul (local.get $ll) (local.get $i)) (local.get $k)) (i32.const 2))))))
+      (br_if $res (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $ll))))
+    (call $sinkhorn (i32.load (global.get $P_ROUTE)) (local.get $lanes)))
+
+  ;; field[k] = mul x sigmoid(a[i] field[k] + b[i, k] + off), with a = mHC record ra, b = record rb.
+  (func $set_coeff (param $field i32) (param $ra i32) (param $rb i32) (param $i i32) (param $k i32) (param $off f32) (param $mul f32)
+    (local $p i32)
+    (local.set $p (i32.add (i32.load (local.get $field)) (i32.shl (local.get $k) (i32.const 2))))
+    (f32.store (local.get $p) (f32.mul (local.get $mul) (call $sigmoid (f32.add (f32.add
+      (f32.mul (f32.load (i32.add (call $fdata (call $r_mhc (local.get $ra))) (i32.shl (local.get $i) (i32.const 2)))) (f32.load (local.get $p)))
+      (f32.load (i32.add (call $fdata (call $r_mhc (local.get $rb)))
+                         (i32.shl (i32.add (i32.mul (local.get $i) (call $g (global.get $G_LANES))) (local.get $k)) (i32.const 2)))))
+      (local.get $off))))))
+
+  ;; 4c, 4g: u = sum_k hpre_k X_k; b = u, plus alpha v'_p at an engram site layer.
+  (func $read_lanes (param $i i32)
+    (local $d i32) (local $k i32) (local $u i32) (local $s i32) (local $kp i32) (local $iu f32) (local $ik f32)
+    (local $dot f32) (local $c i32) (local $alpha f32)
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $u (i32.load (global.get $P_U)))
+    (call $zero (local.get $u) (i32.shl (local.get $d) (i32.const 2)))
+    (loop $lanes
+      (call $axpy (local.get $u) (f32.load (i32.add (i32.load (global.get $P_HPRE)) (i32.shl (local.get $k) (i32.const 2))))
+        (i32.add (i32.load (global.get $P_X)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))) (local.get $d))
+      (br_if $lanes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $g (global.get $G_LANES)))))
+    (memory.copy (i32.load (global.get $P_B)) (local.get $u) (i32.shl (local.get $d) (i32.const 2)))
+    (local.set $s (i32.const 0))
+    (loop $sites
+      (if (i32.lt_u (local.get $s) (call $g (global.get $G_NSITE)))
+        (then
+          (if (i32.eq (i32.load (i32.add (global.get $G_SITE) (i32.shl (local.get $s) (i32.const 2)))) (local.get $i))
+            (then
+              (local.set $kp (i32.add (i32.load (global.get $P_EK)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))))
+              (local.set $iu (call $inv_rms (local.get $u) (local.get $d)))
+              (local.set $ik (call $inv_rms (local.get $kp) (local.get $d)))
+              (local.set $c (i32.const 0))
+              (loop $dots
+                (local.set $dot (f32.add (local.get $dot) (f32.mul
+                  (f32.mul (f32.load (i32.add (local.get $u) (local.get $c))) (local.get $iu))
+                  (f32.mul (f32.load (i32.add (local.get $kp) (local.get $c))) (local.get $ik)))))
+                (br_if $dots (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (i32.shl (local.get $d) (i32.const 2)))))
+              (local.set $alpha (call $sigmoid (f32.div (local.get $dot) (f32.load (global.get $SQRTD)))))
+              (call $axpy (i32.load (global.get $P_B)) (local.get $alpha)
+                (i32.add (i32.load (global.get $P_EV)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))) (local.get $d))))
+          (local.set $s (i32.add (local.get $s) (i32.const 1)))
+          (br $sites)))))
+
+  ;; 4i-j: y = out - u; X_r <- sum_c P_rc X_c + hpost_r y (into NEWX, then the two swap).
+  (func $write_lanes
+    (local $d i32) (local $lanes i32) (local $r i32) (local $c i32) (local $nr i32) (local $t i32)
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $lanes (call $g (global.get $G_LANES)))
+    (call $axpy (i32.load (global.get $P_Y)) (f32.const -1) (i32.load (global.get $P_U)) (local.get $d))
+    (loop $rows
+      (local.set $nr (i32.add (i32.load (global.get $P_NEWX)) (i32.shl (i32.mul (local.get $r) (local.get $d)) (i32.const 2))))
+      (call $zero (local.get $nr) (i32.shl (local.get $d) (i32.const 2)))
+      (local.set $c (i32.const 0))
+      (loop $cols
+        (call $axpy (local.get $nr)
+          (f32.load (i32.add (i32.load (global.get $P_ROUTE)) (i32.shl (i32.add (i32.mul (local.get $r) (local.get $lanes)) (local.get $c)) (i32.const 2))))
+          (i32.add (i32.load (global.get $P_X)) (i32.shl (i32.mul (local.get $c) (local.get $d)) (i32.const 2))) (local.get $d))
+        (br_if $cols (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $lanes))))
+      (call $axpy (local.get $nr) (f32.load (i32.add (i32.load (global.get $P_HPOST)) (i32.shl (local.get $r) (i32.const 2))))
+        (i32.load (global.get $P_Y)) (local.get $d))
+      (br_if $rows (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (local.get $lanes))))
+    (local.set $t (i32.load (global.get $P_X)))
+    (i32.store (global.get $P_X) (i32.load (global.get $P_NEWX)))
+    (i32.store (global.get $P_NEWX) (local.get $t)))
+
+  ;; ZCRMS per head of `heads` heads at x with the shared scale s, then RoPE rotate-half.
+  (func $norm_rotate (param $x i32) (param $heads i32) (param $s i32)
+    (local $hd i32) (local $half i32) (local $j i32) (local $m i32) (local $p i32) (local $lo f32) (local $hi f32)
+    (local $c f32) (local $sn f32)
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $half (i32.shr_u (local.get $hd) (i32.const 1)))
+    (loop $heads_
+      (local.set $p (i32.add (local.get $x) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))))
+      (call $zcrms (local.get $p) (local.get $s) (local.get $hd) (local.get $p))
+      (local.set $m (i32.const 0))
+      (loop $pairs
+        (local.set $lo (f32.load (i32.add (local.get $p) (i32.shl (local.get $m) (i32.const 2)))))
+        (local.set $hi (f32.load (i32.add (local.get $p) (i32.shl (i32.add (local.get $m) (local.get $half)) (i32.const 2)))))
+        (local.set $c (f32.load (i32.add (i32.load (global.get $P_RCOS)) (i32.shl (local.get $m) (i32.const 2)))))
+        (local.set $sn (f32.load (i32.add (i32.load (global.get $P_RSIN)) (i32.shl (local.get $m) (i32.const 2)))))
+        (f32.store (i32.add (local.get $p) (i32.shl (local.get $m) (i32.const 2)))
+          (f32.sub (f32.mul (local.get $lo) (local.get $c)) (f32.mul (local.get $hi) (local.get $sn))))
+        (f32.store (i32.add (local.get $p) (i32.shl (i32.add (local.get $m) (local.get $half)) (i32.const 2)))
+          (f32.add (f32.mul (local.get $hi) (local.get $c)) (f32.mul (local.get $lo) (local.get $sn))))
+        (br_if $pairs (i32.lt_u (local.tee $m (i32.add (local.get $m) (i32.const 1))) (local.get $half))))
+      (br_if $heads_ (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (local.get $heads)))))
+
+  ;; RoPE cos and sin at position p: angle = f32(p) x freq_m in f32, cos/sin in f64, rounded.
+  (func $rope_at (param $p i32)
+    (local $m i32) (local $a f64)
+    (loop $l
+      (local.set $a (f64.promote_f32 (f32.mul (f32.convert_i32_u (local.get $p))
+        (f32.load (i32.add (i32.load (global.get $P_RFREQ)) (i32.shl (local.get $m) (i32.const 2)))))))
+      (f32.store (i32.add (i32.load (global.get $P_RCOS)) (i32.shl (local.get $m) (i32.const 2))) (f32.demote_f64 (call $cos64 (local.get $a))))
+      (f32.store (i32.add (i32.load (global.get $P_RSIN)) (i32.shl (local.get $m) (i32.const 2))) (f32.demote_f64 (call $sin64 (local.get $a))))
+      (br_if $l (i32.lt_u (local.tee $m (i32.add (local.get $m) (i32.const 1))) (i32.shr_u (call $g (global.get $G_HD)) (i32.const 1))))))
+
+  ;; Physical KV slot of logical position pos: sinks first, then the window ring.
+  (func $phys_slot (param $pos i32) (result i32)
+    (local $sink i32) (local $win i32)
+    (local.set $sink (i32.load (global.get $SINK)))
+    (local.set $win (call $g (global.get $G_KVWIN)))
+    (if (result i32) (i32.or (i32.lt_u (local.get $pos) (local.get $sink)) (i32.eqz (local.get $win)))
+      (then (local.get $pos))
+      (else (i32.add (local.get $sink) (i32.rem_u (i32.sub (local.get $pos) (local.get $sink)) (local.get $win))))))
+
+  ;; Quantises n values at src per block of 32 into int8 (value k of block b at dq + (32 b + k) step)
+  ;; with the f32 block scales at ds + b sstep (keys are stored transposed, values row by row).
+  (func $kv_store (param $src i32) (param $n i32) (param $dq i32) (param $step i32) (param $ds i32) (param $sstep i32)
+    (local $b i32) (local $k i32) (local $amax f32) (local $inv f32) (local $v f32) (local $p i32)
+    (loop $blocks
+      (local.set $p (i32.add (local.get $src) (i32.shl (local.get $b) (i32.const 7))))
+      (local.set $amax (f32.const 0))
+      (local.set $k (i32.const 0))
+      (loop $m
+        (local.set $v (f32.abs (f32.load (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 2))))))
+        (if (f32.lt (local.get $amax) (local.get $v)) (then (local.set $amax (local.get $v))))
+        (br_if $m (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 32))))
+      (local.set $inv (f32.div (f32.const 127) (local.get $amax)))
+      (local.set $k (i32.const 0))
+      (loop $q
+        (i32.store8 (i32.add (local.get $dq) (i32.mul (i32.add (i32.shl (local.get $b) (i32.const 5)) (local.get $k)) (local.get $step)))
+          (if (result i32) (f32.eq (local.get $amax) (f32.const 0)) (then (i32.const 0))
+            (else (call $q8 (f32.mul (f32.load (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv))))))
+        (br_if $q (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 32))))
+      (f32.store (i32.add (local.get $ds) (i32.mul (local.get $b) (local.get $sstep)))
+        (if (result f32) (f32.eq (local.get $amax) (f32.const 0)) (then (f32.const 0)) (else (f32.div (local.get $amax) (f32.const 127)))))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (i32.shr_u (local.get $n) (i32.const 5))))))
+
+  ;; 4h, attention half: b -> x1 = b + sigmoid(attn_gate) ZCRMS(Wout(o * sigmoid(Wgate h)), post_norm).
+  (func $attention (param $i i32) (param $p i32)
+    (local $d i32) (local $H i32) (local $KV i32) (local $hd i32) (local $j i32) (local $slot i32)
+    (local $row i32) (local $qd i32) (local $c i32) (local $g i32) (local $slots i32)
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $H (call $g (global.get $G_H)))
+    (local.set $KV (call $g (global.get $G_KV)))
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $qd (i32.mul (local.get $H) (local.get $hd)))
+    (call $zcrms (i32.load (global.get $P_B)) (call $fdata (call $r_layer (local.get $i) (i32.const 0))) (local.get $d) (i32.load (global.get $P_H)))
+    (call $prepare (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_H)))
+    (call $product (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_Q)) (i32.const 0) (local.get $qd))
+    (call $product (call $r_layer (local.get $i) (i32.const 2)) (i32.load (global.get $P_K)) (i32.const 0) (i32.mul (local.get $KV) (local.get $hd)))
+    (call $product (call $r_layer (local.get $i) (i32.const 3)) (i32.load (global.get $P_V)) (i32.const 0) (i32.mul (local.get $KV) (local.get $hd)))
+    (call $product (call $r_layer (local.get $i) (i32.const 6)) (i32.load (global.get $P_GATE)) (i32.const 0) (local.get $qd))
+    (call $norm_rotate (i32.load (global.get $P_Q)) (local.get $H) (call $fdata (call $r_layer (local.get $i) (i32.const 4))))
+    (call $norm_rotate (i32.load (global.get $P_K)) (local.get $KV) (call $fdata (call $r_layer (local.get $i) (i32.const 5))))
+    ;; cache the normed, rotated k (transposed: value c of slot s at c x slots + s) and the raw v
+    (local.set $slot (call $phys_slot (local.get $p)))
+    (local.set $slots (i32.load (global.get $KV_SLOTS)))
+    (loop $kvh
+      (local.set $row (i32.add (i32.mul (local.get $i) (local.get $KV)) (local.get $j)))  ;; this layer's KV head j
+      (call $kv_store (i32.add (i32.load (global.get $P_K)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))) (local.get $hd)
+        (i32.add (i32.add (i32.load (global.get $P_KQ)) (i32.mul (i32.mul (local.get $row) (local.get $hd)) (local.get $slots))) (local.get $slot))
+        (local.get $slots)
+        (i32.add (i32.load (global.get $P_KS)) (i32.shl (i32.add (i32.mul (i32.mul (local.get $row) (i32.shr_u (local.get $hd) (i32.const 5))) (local.get $slots)) (local.get $slot)) (i32.const 2)))
+        (i32.shl (local.get $slots) (i32.const 2)))
+      (local.set $row (i32.add (i32.mul (local.get $row) (local.get $slots)) (local.get $slot)))
+      (call $kv_store (i32.add (i32.load (global.get $P_V)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))) (local.get $hd)
+        (i32.add (i32.load (global.get $P_VQ)) (i32.mul (local.get $row) (local.get $hd))) (i32.const 1)
+        (i32.add (i32.load (global.get $P_VS)) (i32.shl (i32.mul (local.get $row) (i32.shr_u (local.get $hd) (i32.const 5))) (i32.const 2)))
+        (i32.const 4))
+      (br_if $kvh (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (local.get $KV))))
+    (call $key_range (local.get $i) (local.get $p))
+    (if (i32.and (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)) (i32.gt_u (local.get $H) (i32.const 1)))
+      (then (call $run_job (i32.const 1) (local.get $H) (i32.const 1)))
+      (else (call $job_attention (i32.const 0) (local.get $H))))
+    ;; o <- o * sigmoid(gate); a = Wout o
+    (local.set $c (i32.const 0))
+    (loop $gate
+      (local.set $g (i32.add (i32.load (global.get $P_O)) (i32.shl (local.get $c) (i32.const 2))))
+      (f32.store (local.get $g) (f32.mul (f32.load (local.get $g))
+        (call $sigmoid (f32.load (i32.add (i32.load (global.get $P_GATE)) (i32.shl (local.get $c) (i32.const 2)))))))
+      (br_if $gate (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $qd))))
+    (call $prepare (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_O)))
+    (call $product (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_A)) (i32.const 0) (local.get $d))
+    (call $zcrms (i32.load (global.get $P_A)) (call $fdata (call $r_layer (local.get $i) (i32.const 8))) (local.get $d) (i32.load (global.get $P_A)))
+    (memory.copy (i32.load (global.get $P_X1)) (i32.load (global.get $P_B)) (i32.shl (local.get $d) (i32.const 2)))
+    (call $axpy (i32.load (global.get $P_X1))
+      (call $sigmoid (f32.load (call $fdata (call $r_layer (local.get $i) (i32.const 9)))))
+      (i32.load (global.get $P_A)) (local.get $d)))
+
+  ;; The keys position p attends, as job arguments for layer i (ARGS: +0 layer, +4 sinkEnd,
+  ;; +8 windowBegin, +12 keys): the sinks [0, sinkEnd) and the window [windowBegin, p].
+  (func $key_range (param $i i32) (param $p i32)
+    (local $end i32) (local $sink i32) (local $win i32) (local $sinkEnd i32) (local $wb i32)
+    (local.set $end (i32.add (local.get $p) (i32.const 1)))
+    (local.set $sink (i32.load (global.get $SINK)))
+    (local.set $win (call $g (global.get $G_KVWIN)))
+    (local.set $sinkEnd (select (local.get $sink) (local.get $end) (i32.lt_u (local.get $sink) (local.get $end))))
+    (if (i32.eqz (local.get $win))
+      (then (local.set $wb (local.get $sinkEnd)))
+      (else
+        (local.set $wb (select (i32.sub (local.get $end) (local.get $win)) (i32.const 0) (i32.gt_u (local.get $end) (local.get $win))))
+        (if (i32.lt_u (local.get $wb) (local.get $sink)) (then (local.set $wb (local.get $sink))))
+        (if (i32.gt_u (local.get $wb) (local.get $end)) (then (local.set $wb (local.get $end))))))
+    (i32.store (global.get $ARGS) (local.get $i))
+    (i32.store offset=4 (global.get $ARGS) (local.get $sinkEnd))
+    (i32.store offset=8 (global.get $ARGS) (local.get $wb))
+    (i32.store offset=12 (global.get $ARGS) (i32.add (local.get $sinkEnd) (i32.sub (local.get $end) (local.get $wb)))))
+
+  ;; Job 1: attention of query heads [b, e) (ARGS: +0 layer, +4 sinkEnd, +8 windowBegin, +12 keys).
+  (func $job_attention (param $b i32) (param $e i32)
+    (loop $heads
+      (if (i32.lt_u (local.get $b) (local.get $e))
+        (then
+          (call $attend (local.get $b))
+          (local.set $b (i32.add (local.get $b) (i32.const 1)))
+          (br $heads)))))
+
+  ;; Softmax attention of query head j over the cached keys (int8 K and V, per-32 scales). The scores
+  ;; are computed by physical slot, eight slots at a time (each still its own sequential sum, as in
+  ;; the reference), then taken in logical key order for the softmax and the value sum.
+  (func $attend (param $j i32)
+    (local $i i32) (local $hd i32) (local $KV i32) (local $q i32) (local $sp i32) (local $sc i32) (local $head i32)
+    (local $count i32) (local $sinkEnd i32) (local $wb i32) (local $t i32) (local $row i32) (local $nb i32)
+    (local $mx f32) (local $s f32) (local $sum f32) (local $o i32) (local $slots i32)
+    (local.set $i (i32.load (global.get $ARGS)))
+    (local.set $sinkEnd (i32.load offset=4 (global.get $ARGS)))
+    (local.set $wb (i32.load offset=8 (global.get $ARGS)))
+    (local.set $count (i32.load offset=12 (global.get $ARGS)))
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
+    (local.set $KV (call $g (global.get $G_KV)))
+    (local.set $slots (i32.load (global.get $KV_SLOTS)))
+    (local.set $head (i32.add (i32.mul (local.get $i) (local.get $KV))
+                              (i32.div_u (local.get $j) (i32.div_u (call $g (global.get $G_H)) (local.get $KV)))))
+    (local.set $q (i32.add (i32.load (global.get $P_Q)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))))
+    (local.set $o (i32.add (i32.load (global.get $P_O)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))))
+    (local.set $sp (i32.add (i32.load (global.get $P_SCORES)) (i32.shl (i32.mul (local.get $j) (i32.shl (i32.add (local.get $slots) (i32.const 8)) (i32.const 1))) (i32.const 2))))
+    (local.set $sc (i32.add (local.get $sp) (i32.shl (i32.add (local.get $slots) (i32.const 8)) (i32.const 2))))
+    ;; scores by slot: the sinks [0, sinkEnd), then the window's keys, whose slots are [sinkEnd, count)
+    ;; without a window, else [sink, sink + count - sinkEnd) (all of the ring once it is full)
+    (call $score_slots (local.get $q) (local.get $head) (i32.const 0) (local.get $sinkEnd) (local.get $sp))
+    (if (i32.eqz (call $g (global.get $G_KVWIN)))
+      (then (call $score_slots (local.get $q) (local.get $head) (local.get $sinkEnd) (local.get $count) (local.get $sp)))
+      (else (call $score_slots (local.get $q) (local.get $head) (i32.load (global.get $SINK))
+              (i32.add (i32.load (global.get $SINK)) (i32.sub (local.get $count) (local.get $sinkEnd))) (local.get $sp))))
+    ;; in key order: the maximum, then e^(s - max) and their sum, then the weighted values
+    (local.set $mx (f32.const -inf))
+    (loop $keys
+      (local.set $s (f32.load (i32.add (local.get $sp) (i32.shl (call $key_slot (local.get $t) (local.get $sinkEnd) (local.get $wb)) (i32.const 2)))))
+      (f32.store (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))) (local.get $s))
+      (if (f32.lt (local.get $mx) (local.get $s)) (then (local.set $mx (local.get $s))))
+      (br_if $keys (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
+    (local.set $t (i32.const 0))
+    (loop $exp
+      (local.set $s (call $expf (f32.sub (f32.load (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2)))) (local.get $mx))))
+      (f32.store (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))) (local.get $s))
+      (local.set $sum (f32.add (local.get $sum) (local.get $s)))
+      (br_if $exp (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
+    (call $zero (local.get $o) (i32.shl (local.get $hd) (i32.const 2)))
+    (local.set $t (i32.const 0))
+    (loop $vals
+      (local.set $row (i32.add (i32.mul (local.get $head) (local.get $slots)) (call $key_slot (local.get $t) (local.get $sinkEnd) (local.get $wb))))
+      (call $vacc (local.get $o)
+        (f32.div (f32.load (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2)))) (local.get $sum))
+        (i32.add (i32.load (global.get $P_VQ)) (i32.mul (local.get $row) (local.get $hd)))
+        (i32.add (i32.load (global.get $P_VS)) (i32.shl (i32.mul (local.get $row) (local.get $nb)) (i32.const 2))) (local.get $nb))
+      (br_if $vals (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count)))))
+
+  ;; Physical slot of attended key t: the sinks first, then positions from windowBegin.
+  (func $key_slot (param $t i32) (param $sinkEnd i32) (param $wb i32) (result i32)
+    (if (result i32) (i32.lt_u (local.get $t) (local.get $sinkEnd)) (then (local.get $t))
+      (else (call $phys_slot (i32.add (local.get $wb) (i32.sub (local.get $t) (local.get $sinkEnd)))))))
+
+  ;; Scores of slots [from, to) of KV head `head` (layer x KV + kv head) for the query at q, to sp[slot]:
+  ;; sum over blocks of kscale x (sum over the block of q_c k_c, c in order), / sqrt(hd). Eight slots
+  ;; per round, one per lane (up to 7 past `to` are computed and ignored); the keys are stored
+  ;; transposed, so eight slots of one c are 8 consecutive bytes.
+  (func $score_slots (param $q i32) (param $head i32) (param $from i32) (param $to i32) (param $sp i32)
+    (local $hd i32) (local $slots i32) (local $kb i32) (local $ksb i32) (local $b i32) (local $c i32) (local $nb i32)
+    (local $k v128) (local $qv v128) (local $pa v128) (local $pb v128) (local $da v128) (local $db v128) (local $root v128)
+    (local $kp i32) (local $ks i32)
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
+    (local.set $slots (i32.load (global.get $KV_SLOTS)))
+    (local.set $kb (i32.add (i32.load (global.get $P_KQ)) (i32.mul (i32.mul (local.get $head) (local.get $hd)) (local.get $slots))))
+    (local.set $ksb (i32.add (i32.load (global.get $P_KS)) (i32.shl (i32.mul (i32.mul (local.get $head) (local.get $nb)) (local.get $slots)) (i32.const 2))))
+    (local.set $root (f32x4.splat (f32.sqrt (f32.convert_i32_u (local.get $hd)))))
+    (block $done (loop $eights
+      (br_if $done (i32.ge_u (local.get $from) (local.get $to)))
+      (local.set $da (v128.const i32x4 0 0 0 0))
+      (local.set $db (v128.const i32x4 0 0 0 0))
+      (local.set $b (i32.const 0))
+      (loop $blocks
+        (local.set $pa (v128.const i32x4 0 0 0 0))
+        (local.set $pb (v128.const i32x4 0 0 0 0))
+        (local.set $kp (i32.add (local.get $kb) (i32.add (i32.mul (i32.shl (local.get $b) (i32.const 5)) (local.get $slots)) (local.get $from))))
+        (local.set $c (i32.const 0))
+        (loop $cs
+          (local.set $k (i16x8.extend_low_i8x16_s (v128.load64_zero (local.get $kp))))
+          (local.set $qv (v128.load32_splat (i32.add (local.get $q) (i32.shl (i32.add (i32.shl (local.get $b) (i32.const 5)) (local.get $c)) (i32.const 2)))))
+          (local.set $pa (f32x4.add (local.get $pa) (f32x4.mul (local.get $qv) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $k))))))
+          (local.set $pb (f32x4.add (local.get $pb) (f32x4.mul (local.get $qv) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $k))))))
+          (local.set $kp (i32.add (local.get $kp) (local.get $slots)))
+          (br_if $cs (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (i32.const 32))))
+        (local.set $ks (i32.add (local.get $ksb) (i32.shl (i32.add (i32.mul (local.get $b) (local.get $slots)) (local.get $from)) (i32.const 2))))
+        (local.set $da (f32x4.add (local.get $da) (f32x4.mul (v128.load (local.get $ks)) (local.get $pa))))
+        (local.set $db (f32x4.add (local.get $db) (f32x4.mul (v128.load offset=16 (local.get $ks)) (local.get $pb))))
+        (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
+      (v128.store (i32.add (local.get $sp) (i32.shl (local.get $from) (i32.const 2))) (f32x4.div (local.get $da) (local.get $root)))
+      (v128.store offset=16 (i32.add (local.get $sp) (i32.shl (local.get $from) (i32.const 2))) (f32x4.div (local.get $db) (local.get $root)))
+      (local.set $from (i32.add (local.get $from) (i32.const 8)))
+      (br $eights))))
+
+  ;; o[i] += (w x vscale_b(i)) x v_i for the int8 value row at vq (scales at vs).
+  (func $vacc (param $o i32) (param $w f32) (param $vq i32) (param $vs i32) (param $nb i32)
+    (local $b i32) (local $k i32) (local $wv v128) (local $vv v128)
+    (loop $blocks
+      (local.set $wv (f32x4.splat (f32.mul (local.get $w) (f32.load (local.get $vs)))))
+      (local.set $k (i32.const 0))
+      (loop $eights
+        (local.set $vv (v128.load8x8_s (local.get $vq)))
+        (v128.store (local.get $o) (f32x4.add (v128.load (local.get $o))
+          (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $vv))))))
+        (v128.store offset=16 (local.get $o) (f32x4.add (v128.load offset=16 (local.get $o))
+          (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $vv))))))
+        (local.set $o (i32.add (local.get $o) (i32.const 32)))
+        (local.set $vq (i32.add (local.get $vq) (i32.const 8)))
+        (br_if $eights (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 4))))
+      (local.set $vs (i32.add (local.get $vs) (i32.const 4)))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
+
+  ;; 4h, MLP half: out (in Y) = x1 + (d3 * H_n silu(d2 * H_n (d1 * ZCRMS(x1, pre_hada) | 0)))[:d].
+  (func $mlp (param $i i32)
+    (local $d i32) (local $n i32) (local $z i32) (local $c i32) (local $v f32) (local $p i32)
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $n (call $g (global.get $G_HADA)))
+    (local.set $z (i32.load (global.get $P_Z)))
+    (call $zcrms (i32.load (global.get $P_X1)) (call $fdata (call $r_layer (local.get $i) (i32.const 10))) (local.get $d) (local.get $z))
+    (call $zero (i32.add (local.get $z) (i32.shl (local.get $d) (i32.const 2))) (i32.shl (i32.sub (local.get $n) (local.get $d)) (i32.const 2)))
+    (call $vmul (local.get $z) (call $fdata (call $r_layer (local.get $i) (i32.const 11))) (local.get $n))
+    (call $fwht_norm (local.get $z) (local.get $n))
+    (loop $silu
+      (local.set $p (i32.add (local.get $z) (i32.shl (local.get $c) (i32.const 2))))
+      (local.set $v (f32.mul (f32.load (i32.add (call $fdata (call $r_layer (local.get $i) (i32.const 12))) (i32.shl (local.get $c) (i32.const 2))))
+                             (f32.load (local.get $p))))
+      (f32.store (local.get $p) (f32.mul (local.get $v) (call $sigmoid (local.get $v))))
+      (br_if $silu (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $n))))
+    (call $fwht_norm (local.get $z) (local.get $n))
+    (memory.copy (i32.load (global.get $P_Y)) (i32.load (global.get $P_X1)) (i32.shl (local.get $d) (i32.const 2)))
+    (call $mul_add (i32.load (global.get $P_Y)) (call $fdata (call $r_layer (local.get $i) (i32.const 13))) (local.get $z) (local.get $d)))
+
+  ;; x[i] *= s[i] over n f32 (n a multiple of 4)
+  (func $vmul (param $x i32) (param $s i32) (param $n i32)
+    (local $i i32) (local $e i32)
+    (local.set $e (i32.shl (local.get $n) (i32.const 2)))
+    (loop $l
+      (v128.store (i32.add (local.get $x) (local.get $i))
+        (f32x4.mul (v128.load (i32.add (local.get $x) (local.get $i))) (v128.load (i32.add (local.get $s) (local.get $i)))))
+      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e)))))
+
+  ;; 5. Output: x = lane mean; ZCRMS(x, final_norm); logits = E x (tied).
+  (func $output
+    (local $d i32) (local $k i32) (local $x i32) (local $c i32) (local $lanes f32)
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $x (i32.load (global.get $P_XM)))
+    (call $zero (local.get $x) (i32.shl (local.get $d) (i32.const 2)))
+    (loop $lanes_
+      (call $axpy (local.get $x) (f32.const 1) (i32.add (i32.load (global.get $P_X)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))) (local.get $d))
+      (br_if $lanes_ (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $g (global.get $G_LANES)))))
+    (local.set $lanes (f32.convert_i32_u (call $g (global.get $G_LANES))))
+    (loop $mean
+      (f32.store (i32.add (local.get $x) (local.get $c)) (f32.div (f32.load (i32.add (local.get $x) (local.get $c))) (local.get $lanes)))
+      (br_if $mean (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (i32.shl (local.get $d) (i32.const 2)))))
+    (call $zcrms (local.get $x) (call $fdata (call $r_final)) (local.get $d) (local.get $x))
+    (call $prepare (call $rec (i32.const 0)) (local.get $x))
+    (call $product (call $rec (i32.const 0)) (i32.load (global.get $LOGITS)) (i32.const 0) (call $g (global.get $G_VOCAB))))
+
+  ;; step(token, wantLogits): runs `token` at the next logical position; with wantLogits the logits
+  ;; are at *ADDR_LOGITS. 0, or ERR_NOT_LOADED / ERR_TOKEN / ERR_FULL (state unchanged) / ERR_MEMORY.
+  (func $step (export "step") (param $tok i32) (param $want i32) (result i32)
+    (local $p i32) (local $d i32) (local $ld i32) (local $k i32) (local $at i32) (local $i i32) (local $r i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
+    (if (i32.eqz (i32.load (global.get $KV_CAP)))
+      (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
+    (local.set $p (i32.load (global.get $POS)))
+    (if (i32.ge_u (local.get $tok) (call $g (global.get $G_VOCAB))) (then (return (global.get $ERR_TOKEN))))
+    (if (i32.ge_u (local.get $p) (call $g (global.get $G_MAXSEQ))) (then (return (global.get $ERR_FULL))))
+    (i32.store (i32.add (i32.load (global.get $P_HIST)) (i32.shl (local.get $p) (i32.const 2))) (local.get $tok))
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $ld (i32.mul (local.get $d) (call $g (global.get $G_LANES))))
+    ;; 1-2. embedding x sqrt(d), broadcast to the lanes
+    (call $dequant_row (call $rec (i32.const 0)) (local.get $tok) (i32.load (global.get $P_XM)))
+    (call $scale (i32.load (global.get $P_XM)) (local.get $d) (f32.load (global.get $SQRTD)))
+    (loop $lanes
+      (memory.copy (i32.add (i32.load (global.get $P_X)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2)))
+                   (i32.load (global.get $P_XM)) (i32.shl (local.get $d) (i32.const 2)))
+      (br_if $lanes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $g (global.get $G_LANES)))))
+    (local.set $at (call $trace (i32.load (global.get $P_XM)) (local.get $d) (i32.const 0)))
+    ;; 3. engram keys and values
+    (local.set $at (call $engram (local.get $p) (local.get $at)))
+    (call $rope_at (local.get $p))
+    ;; 4. the layers
+    (loop $layers
+      (local.set $at (call $trace (i32.load (global.get $P_X)) (local.get $ld) (local.get $at)))
+      (call $mhc_coeffs (local.get $i))
+      (call $read_lanes (local.get $i))
+      (call $attention (local.get $i) (local.get $p))
+      (call $mlp (local.get $i))
+      (call $write_lanes)
+      (local.set $at (call $trace (i32.load (global.get $P_X)) (local.get $ld) (local.get $at)))
+      (br_if $layers (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (call $g (global.get $G_L)))))
+    (i32.store (global.get $POS) (i32.add (local.get $p) (i32.const 1)))
+    (if (local.get $want) (then (call $output)))
+    (i32.const 0))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Sampler: greedy, temperature, top-k, min-p, top-p, repetition penalty; splitmix64 generator
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Sets the sampling options (temperature <= 0: greedy; topK 0, topP >= 1, minP 0, rep 1: off;
+  ;; repWindow 0: the penalty looks at the whole session).
+  (func (export "sampler") (param $temp f32) (param $topk i32) (param $topp f32) (param $minp f32) (param $rep f32) (param $repn i32)
+    (f32.store (global.get $S_TEMP) (local.get $temp))
+    (i32.store (global.get $S_TOPK) (local.get $topk))
+    (f32.store (global.get $S_TOPP) (local.get $topp))
+    (f32.store (global.get $S_MINP) (local.get $minp))
+    (f32.store (global.get $S_REP) (local.get $rep))
+    (i32.store (global.get $S_REPN) (local.get $repn)))
+
+  ;; Seeds the generator with the 64-bit seed hi:lo.
+  (func (export "seed") (param $lo i32) (param $hi i32)
+    (i64.store (global.get $S_RNG) (i64.or (i64.extend_i32_u (local.get $lo)) (i64.shl (i64.extend_i32_u (local.get $hi)) (i64.const 32)))))
+
+  ;; splitmix64: the next uniform f64 in [0, 1) (53 bits).
+  (func $uniform (export "uniform") (result f64)
+    (local $z i64)
+    (local.set $z (i64.add (i64.load (global.get $S_RNG)) (i64.const 0x9E3779B97F4A7C15)))
+    (i64.store (global.get $S_RNG) (local.get $z))
+    (local.set $z (i64.mul (i64.xor (local.get $z) (i64.shr_u (local.get $z) (i64.const 30))) (i64.const 0xBF58476D1CE4E5B9)))
+    (local.set $z (i64.mul (i64.xor (local.get $z) (i64.shr_u (local.get $z) (i64.const 27))) (i64.const 0x94D049BB133111EB)))
+    (local.set $z (i64.xor (local.get $z) (i64.shr_u (local.get $z) (i64.const 31))))
+    (f64.mul (f64.convert_i64_u (i64.shr_u (local.get $z) (i64.const 11))) (f64.const 0x1p-53)))
+
+  ;; Repetition penalty on the working logits (PROB): each distinct token of the window once, divided
+  ;; by the penalty when positive, multiplied when not.
+  (func $penalize
+    (local $rep f32) (local $b i32) (local $p i32) (local $t i32) (local $q i32) (local $v f32)
+    (local.set $rep (f32.load (global.get $S_REP)))
+    (if (i32.or (f32.eq (local.get $rep) (f32.const 1)) (f32.le (local.get $rep) (f32.const 0))) (then (return)))
+    (local.set $p (i32.load (global.get $POS)))
+    (if (i32.load (global.get $S_REPN))
+      (then (if (i32.gt_u (local.get $p) (i32.load (global.get $S_REPN)))
+        (then (local.set $b (i32.sub (local.get $p) (i32.load (global.get $S_REPN))))))))
+    (call $zero (i32.load (global.get $P_SORT)) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2)))
+    (block $done (loop $l
+      (br_if $done (i32.ge_u (local.get $b) (local.get $p)))
+      (local.set $t (i32.load (i32.add (i32.load (global.get $P_HIST)) (i32.shl (local.get $b) (i32.const 2)))))
+      (local.set $q (i32.add (i32.load (global.get $P_SORT)) (i32.shl (local.get $t) (i32.const 2))))
+      (if (i32.eqz (i32.load (local.get $q)))
+        (then
+          (i32.store (local.get $q) (i32.const 1))
+          (local.set $q (i32.add (i32.load (global.get $P_PROB)) (i32.shl (local.get $t) (i32.const 2))))
+          (local.set $v (f32.load (local.get $q)))
+          (f32.store (local.get $q) (select (f32.div (local.get $v) (local.get $rep)) (f32.mul (local.get $v) (local.get $rep))
+                                            (f32.gt (local.get $v) (f32.const 0))))))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (br $l))))
+
+  ;; 1 if candidate a ranks before b: higher weight (PROB), lower id on ties.
+  (func $before (param $a i32) (param $b i32) (result i32)
+    (local $la f32) (local $lb f32)
+    (local.set $la (f32.load (i32.add (i32.load (global.get $P_PROB)) (i32.shl (local.get $a) (i32.const 2)))))
+    (local.set $lb (f32.load (i32.add (i32.load (global.get $P_PROB)) (i32.shl (local.get $b) (i32.const 2)))))
+    (i32.or (f32.gt (local.get $la) (local.get $lb))
+            (i32.and (f32.eq (local.get $la) (local.get $lb)) (i32.lt_u (local.get $a) (local.get $b)))))
+
+  ;; Sift-down for the heap of ids at SORT (heap order: the LAST-ranked id at the root).
+  (func $sift (param $i i32) (param $n i32)
+    (local $c i32) (local $s i32) (local $t i32) (local $a i32)
+    (local.set $s (i32.load (global.get $P_SORT)))
+    (block $done (loop $down
+      (local.set $c (i32.add (i32.shl (local.get $i) (i32.const 1)) (i32.const 1)))
+      (br_if $done (i32.ge_u (local.get $c) (local.get $n)))
+      (if (i32.lt_u (i32.add (local.get $c) (i32.const 1)) (local.get $n))
+        (then (if (call $before (i32.load (i32.add (local.get $s) (i32.shl (local.get $c) (i32.const 2))))
+                                (i32.load (i32.add (local.get $s) (i32.shl (i32.add (local.get $c) (i32.const 1)) (i32.const 2)))))
+                (then (local.set $c (i32.add (local.get $c) (i32.const 1)))))))
+      (local.set $a (i32.add (local.get $s) (i32.shl (local.get $i) (i32.const 2))))
+      (br_if $done (i32.eqz (call $before (i32.load (local.get $a)) (i32.load (i32.add (local.get $s) (i32.shl (local.get $c) (i32.const 2)))))))
+      (local.set $t (i32.load (local.get $a)))
+      (i32.store (local.get $a) (i32.load (i32.add (local.get $s) (i32.shl (local.get $c) (i32.const 2)))))
+      (i32.store (i32.add (local.get $s) (i32.shl (local.get $c) (i32.const 2))) (local.get $t))
+      (local.set $i (local.get $c))
+      (br $down))))
+
+  ;; Heap sort of the n candidate ids at SORT by rank (SORT[0] = best).
+  (func $rank (param $n i32)
+    (local $i i32) (local $s i32) (local $t i32)
+    (local.set $s (i32.load (global.get $P_SORT)))
+    (local.set $i (i32.shr_u (local.get $n) (i32.const 1)))
+    (loop $build
+      (if (i32.gt_u (local.get $i) (i32.const 0))
+        (then (local.set $i (i32.sub (local.get $i) (i32.const 1)))
+              (call $sift (local.get $i) (local.get $n))
+              (br $build))))
+    (local.set $i (local.get $n))
+    (loop $pop
+      (if (i32.gt_u (local.get $i) (i32.const 1))
+        (then
+          (local.set $i (i32.sub (local.get $i) (i32.const 1)))
+          (local.set $t (i32.load (local.get $s)))
+          (i32.store (local.get $s) (i32.load (i32.add (local.get $s) (i32.shl (local.get $i) (i32.const 2)))))
+          (i32.store (i32.add (local.get $s) (i32.shl (local.get $i) (i32.const 2))) (local.get $t))
+          (call $sift (i32.const 0) (local.get $i))
+          (br $pop)))))
+
+  ;; Draws the next token from the logits of the last step (*ADDR_LOGITS) with the sampler options
+  ;; (docs/engine.md, "Sampler"): the repetition penalty; then greedy (temperature <= 0: the highest
+  ;; logit, the lowest id on ties); or else weights w = expf((l - lmax)/T), min-p (drop w < minP),
+  ;; top-k (the k best, by weight then id), top-p (the smallest prefix in rank order whose
+  ;; weight reaches topP of the total), and one draw of the splitmix64 generator over the candidates in
+  ;; order (rank order when ranked, else id order).
+  (func $sample (export "sample") (result i32)
+    (local $V i32) (local $i i32) (local $best i32) (local $bv f32) (local $v f32) (local $n i32) (local $s i32)
+    (local $pr i32) (local $t f32) (local $w f32) (local $cum f64) (local $r f64) (local $k i32)
+    (local.set $V (call $g (global.get $G_VOCAB)))
+    (local.set $s (i32.load (global.get $P_SORT)))
+    (local.set $pr (i32.load (global.get $P_PROB)))
+    (memory.copy (local.get $pr) (i32.load (global.get $LOGITS)) (i32.shl (local.get $V) (i32.const 2)))
+    (call $penalize)
+    (local.set $bv (f32.const -inf))
+    (loop $arg  ;; the greedy choice, and lmax for the weights
+      (local.set $v (f32.load (i32.add (local.get $pr) (i32.shl (local.get $i) (i32.const 2)))))
+      (if (f32.gt (local.get $v) (local.get $bv)) (then (local.set $bv (local.get $v)) (local.set $best (local.get $i))))
+      (br_if $arg (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $V))))
+    (local.set $t (f32.load (global.get $S_TEMP)))
+    (if (i32.eqz (f32.gt (local.get $t) (f32.const 0))) (then (return (local.get $best))))
+    ;; weights e^((l - lmax)/T) in place of the logits; candidates: ids whose weight passes min-p
+    ;; (the best one always does), in id order
+    (local.set $i (i32.const 0))
+    (loop $weights
+      (local.set $k (i32.add (local.get $pr) (i32.shl (local.get $i) (i32.const 2))))
+      (local.set $w (call $expf (f32.div (f32.sub (f32.load (local.get $k)) (local.get $bv)) (local.get $t))))
+      (f32.store (local.get $k) (local.get $w))
+      (if (i32.and (i32.eqz (f32.lt (local.get $w) (f32.load (global.get $S_MINP)))) (f32.gt (local.get $w) (f32.const 0)))
+        (then (i32.store (i32.add (local.get $s) (i32.shl (local.get $n) (i32.const 2))) (local.get $i))
+              (local.set $n (i32.add (local.get $n) (i32.const 1)))))
+      (br_if $weights (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $V))))
+    ;; rank (by weight, then id) when top-k or top-p needs it; top-k keeps the best k
+    (local.set $k (i32.load (global.get $S_TOPK)))
+    (if (i32.or (i32.and (i32.gt_s (local.get $k) (i32.const 0)) (i32.lt_u (local.get $k) (local.get $n)))
+                (f32.lt (f32.load (global.get $S_TOPP)) (f32.const 1)))
+      (then
+        (if (i32.and (i32.gt_s (local.get $k) (i32.const 0)) (i32.lt_u (local.get $k) (local.get $n)))
+          (then (call $keep_best (local.get $n) (local.get $k)) (local.set $n (local.get $k))))
+        (call $rank (local.get $n))))
+    (if (f32.lt (f32.load (global.get $S_TOPP)) (f32.const 1))
+      (then
+        (local.set $r (f64.mul (f64.promote_f32 (f32.load (global.get $S_TOPP))) (call $weight_sum (local.get $n))))
+        (local.set $i (i32.const 0))
+        (block $cut (loop $topp
+          (local.set $cum (f64.add (local.get $cum) (f64.promote_f32 (call $weight_at (local.get $i)))))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br_if $cut (f64.ge (local.get $cum) (local.get $r)))
+          (br_if $topp (i32.lt_u (local.get $i) (local.get $n)))))
+        (local.set $n (local.get $i))))
+    (local.set $r (f64.mul (call $uniform) (call $weight_sum (local.get $n))))
+    (local.set $cum (f64.const 0))
+    (local.set $i (i32.const 0))
+    (loop $draw
+      (local.set $cum (f64.add (local.get $cum) (f64.promote_f32 (call $weight_at (local.get $i)))))
+      (if (f64.lt (local.get $r) (local.get $cum)) (then (return (i32.load (i32.add (local.get $s) (i32.shl (local.get $i) (i32.const 2)))))))
+      (br_if $draw (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (i32.load (i32.add (local.get $s) (i32.shl (i32.sub (local.get $n) (i32.const 1)) (i32.const 2)))))
+
+  ;; Keeps the k best of the n candidates at SORT in SORT[0..k): a heap whose root is the worst kept.
+  (func $keep_best (param $n i32) (param $k i32)
+    (local $i i32) (local $s i32)
+    (local.set $s (i32.load (global.get $P_SORT)))
+    (local.set $i (i32.shr_u (local.get $k) (i32.const 1)))
+    (loop $build
+      (if (i32.gt_u (local.get $i) (i32.const 0))
+        (then (local.set $i (i32.sub (local.get $i) (i32.const 1)))
+              (call $sift (local.get $i) (local.get $k))
+              (br $build))))
+    (local.set $i (local.get $k))
+    (block $done (loop $rest
+      (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+      (if (call $before (i32.load (i32.add (local.get $s) (i32.shl (local.get $i) (i32.const 2)))) (i32.load (local.get $s)))
+        (then (i32.store (local.get $s) (i32.load (i32.add (local.get $s) (i32.shl (local.get $i) (i32.const 2)))))
+              (call $sift (i32.const 0) (local.get $k))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $rest))))
+
+  ;; Weight of the candidate ranked i.
+  (func $weight_at (param $i i32) (result f32)
+    (f32.load (i32.add (i32.load (global.get $P_PROB))
+      (i32.shl (i32.load (i32.add (i32.load (global.get $P_SORT)) (i32.shl (local.get $i) (i32.const 2)))) (i32.const 2)))))
+  ;; Sum of the weights of the first n candidates (f64, in order).
+  (func $weight_sum (param $n i32) (result f64)
+    (local $i i32) (local $sum f64)
+    (loop $l
+      (local.set $sum (f64.add (local.get $sum) (f64.promote_f32 (call $weight_at (local.get $i)))))
+      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (local.get $sum))
+
+  ;; A scratch block of at least n bytes for the host's text and ids (grown on demand).
+  (func $io_buffer (export "io_buffer") (param $n i32) (result i32)
+    (if (i32.gt_u (local.get $n) (i32.load (global.get $IO_CAP)))
+      (then
+        (i32.store (global.get $IO_BUF) (call $alloc (local.get $n)))
+        (i32.store (global.get $IO_CAP) (select (local.get $n) (i32.const 0) (i32.ne (i32.load (global.get $IO_BUF)) (i32.const 0))))))
+    (i32.load (global.get $IO_BUF)))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Tokenizer (docs/tokenizer.md, host/tokenizer.cpp): the RAW blob read in place, SentencePiece BPE
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; One UTF-8 step at p (n bytes left): the length of a well-formed character, or of the ill-formed
+  ;; maximal subpart, plus 256 when well formed.
+  (func $utf8_step (param $p i32) (param $n i32) (result i32)
+    (local $lead i32) (local $trail i32) (local $lo i32) (local $hi i32) (local $k i32) (local $c i32)
+    (local.set $lead (i32.load8_u (local.get $p)))
+    (if (i32.lt_u (local.get $lead) (i32.const 0x80)) (then (return (i32.const 257))))
+    (local.set $lo (i32.const 0x80))
+    (local.set $hi (i32.const 0xBF))
+    (if (i32.and (i32.ge_u (local.get $lead) (i32.const 0xC2)) (i32.le_u (local.get $lead) (i32.const 0xDF)))
+      (then (local.set $trail (i32.const 1)))
+    (else (if (i32.eq (local.get $lead) (i32.const 0xE0)) (then (local.set $trail (i32.const 2)) (local.set $lo (i32.const 0xA0)))
+    (else (if (i32.eq (local.get $lead) (i32.const 0xED)) (then (local.set $trail (i32.const 2)) (local.set $hi (i32.const 0x9F)))
+    (else (if (i32.and (i32.ge_u (local.get $lead) (i32.const 0xE1)) (i32.le_u (local.get $lead) (i32.const 0xEF))) (then (local.set $trail (i32.const 2)))
+    (else (if (i32.eq (local.get $lead) (i32.const 0xF0)) (then (local.set $trail (i32.const 3)) (local.set $lo (i32.const 0x90)))
+    (else (if (i32.and (i32.ge_u (local.get $lead) (i32.const 0xF1)) (i32.le_u (local.get $lead) (i32.const 0xF3))) (then (local.set $trail (i32.const 3)))
+    (else (if (i32.eq (local.get $lead) (i32.const 0xF4)) (then (local.set $trail (i32.const 3)) (local.set $hi (i32.const 0x8F)))
+    (else (return (i32.const 1))))))))))))))))
+    (local.set $k (i32.const 1))
+    (loop $t
+      (if (i32.ge_u (local.get $k) (local.get $n)) (then (return (local.get $k))))
+      (local.set $c (i32.load8_u (i32.add (local.get $p) (local.get $k))))
+      (if (i32.or (i32.lt_u (local.get $c) (select (local.get $lo) (i32.const 0x80) (i32.eq (local.get $k) (i32.const 1))))
+                  (i32.gt_u (local.get $c) (select (local.get $hi) (i32.const 0xBF) (i32.eq (local.get $k) (i32.const 1)))))
+        (then (return (local.get $k))))
+      (br_if $t (i32.le_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $trail))))
+    (i32.add (i32.add (local.get $trail) (i32.const 1)) (i32.const 256)))
+
+  ;; 1 if the n bytes at p are well-formed UTF-8.
+  (func $utf8_valid (param $p i32) (param $n i32) (result i32)
+    (local $s i32)
+    (block $bad (loop $l
+      (if (i32.gt_u (local.get $n) (i32.const 0))
+        (then
+          (local.set $s (call $utf8_step (local.get $p) (local.get $n)))
+          (br_if $bad (i32.lt_u (local.get $s) (i32.const 256)))
+          (local.set $s (i32.sub (local.get $s) (i32.const 256)))
+          (local.set $p (i32.add (local.get $p) (local.get $s)))
+          (local.set $n (i32.sub (local.get $n) (local.get $s)))
+          (br $l))))
+      (return (i32.const 1)))
+    (i32.const 0))
+
+  ;; FNV-1a over n bytes.
+  (func $fnv (param $p i32) (param $n i32) (result i32)
+    (local $h i32) (local $e i32)
+    (local.set $h (i32.const 0x811C9DC5))
+    (local.set $e (i32.add (local.get $p) (local.get $n)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $e)))
+      (local.set $h (i32.mul (i32.xor (local.get $h) (i32.load8_u (local.get $p))) (i32.const 0x01000193)))
+      (local.set $p (i32.add (local.get $p) (i32.const 1)))
+      (br $l)))
+    (local.get $h))
+
+  ;; 1 if the n bytes at a and b are equal.
+  (func $bytes_eq (param $a i32) (param $b i32) (param $n i32) (result i32)
+    (block $ne (loop $l
+      (if (i32.gt_u (local.get $n) (i32.const 0))
+        (then
+          (br_if $ne (i32.ne (i32.load8_u (local.get $a)) (i32.load8_u (local.get $b))))
+          (local.set $a (i32.add (local.get $a) (i32.const 1)))
+          (local.set $b (i32.add (local.get $b) (i32.const 1)))
+          (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+          (br $l))))
+      (return (i32.const 1)))
+    (i32.const 0))
+
+  ;; Piece table entry of id.
+  (func $piece (param $id i32) (result i32)
+    (i32.add (i32.load (global.get $TOK_PIECES)) (i32.shl (local.get $id) (i32.const 4))))
+
+  ;; Hash slot holding the piece whose surface is the n bytes at p, or the empty slot where it goes.
+  (func $tok_slot (param $p i32) (param $n i32) (result i32)
+    (local $h i32) (local $slot i32) (local $v i32) (local $e i32)
+    (local.set $h (call $fnv (local.get $p) (local.get $n)))
+    (loop $probe
+      (local.set $slot (i32.add (i32.load (global.get $TOK_HASH)) (i32.shl (i32.and (local.get $h) (i32.load (global.get $TOK_MASK))) (i32.const 2))))
+      (local.set $v (i32.load (local.get $slot)))
+      (if (i32.eqz (local.get $v)) (then (return (local.get $slot))))
+      (local.set $e (call $piece (i32.sub (local.get $v) (i32.const 1))))
+      (if (i32.eq (i32.load offset=4 (local.get $e)) (local.get $n))
+        (then (if (call $bytes_eq (i32.load (local.get $e)) (local.get $p) (local.get $n)) (then (return (local.get $slot))))))
+      (local.set $h (i32.add (local.get $h) (i32.const 1)))
+      (br $probe))
+    (unreachable))
+
+  ;; Id of the piece spelled by the n bytes at p, or -1.
+  (func $tok_find (param $p i32) (param $n i32) (result i32)
+    (i32.sub (i32.load (call $tok_slot (local.get $p) (local.get $n))) (i32.const 1)))
+
+  ;; The byte of a BYTE piece spelled exactly <0xHH> (uppercase hex), or -1.
+  (func $byte_of (param $p i32) (param $n i32) (result i32)
+    (local $h i32) (local $l i32)
+    (if (i32.ne (local.get $n) (i32.const 6)) (then (return (i32.const -1))))
+    (if (i32.or (i32.or (i32.ne (i32.load8_u (local.get $p)) (i32.const 60)) (i32.ne (i32.load8_u offset=1 (local.get $p)) (i32.const 48)))
+                (i32.or (i32.ne (i32.load8_u offset=2 (local.get $p)) (i32.const 120)) (i32.ne (i32.load8_u offset=5 (local.get $p)) (i32.const 62))))
+      (then (return (i32.const -1))))
+    (local.set $h (call $hex (i32.load8_u offset=3 (local.get $p))))
+    (local.set $l (call $hex (i32.load8_u offset=4 (local.get $p))))
+    (if (i32.or (i32.lt_s (local.get $h) (i32.const 0)) (i32.lt_s (local.get $l) (i32.const 0))) (then (return (i32.const -1))))
+    (i32.add (i32.shl (local.get $h) (i32.const 4)) (local.get $l)))
+  ;; Value of an uppercase hex digit, or -1.
+  (func $hex (param $c i32) (result i32)
+    (if (i32.and (i32.ge_u (local.get $c) (i32.const 48)) (i32.le_u (local.get $c) (i32.const 57))) (then (return (i32.sub (local.get $c) (i32.const 48)))))
+    (if (i32.and (i32.ge_u (local.get $c) (i32.const 65)) (i32.le_u (local.get $c) (i32.const 70))) (then (return (i32.sub (local.get $c) (i32.const 55)))))
+    (i32.const -1))
+
+  ;; Reads the tokenizer blob of record `rec` in place with Tokenizer::fromBlob's checks in its order;
+  ;; 0, ERR_TOKENIZER (ADDR_ERR_DETAIL: piece index or -1), ERR_VOCAB or ERR_MEMORY.
+  (func $tok_load (param $rec i32) (result i32)
+    (local $b i32) (local $size i32) (local $n i32) (local $i i32) (local $at i32) (local $e i32) (local $len i32)
+    (local $cap i32)
+    (local.set $b (i32.load offset=24 (call $rec (local.get $rec))))
+    (local.set $size (i32.load offset=44 (call $rec (local.get $rec))))
+    (i32.store (global.get $TOK_BLOB) (local.get $b))
+    (i32.store (global.get $ERR_DETAIL) (i32.const -1))
+    (if (i32.lt_u (local.get $size) (i32.const 24)) (then (return (global.get $ERR_TOKENIZER))))
+    (local.set $n (i32.load (local.get $b)))
+    (if (i32.or (i32.gt_u (i32.load8_u offset=20 (local.get $b)) (i32.const 1)) (i32.gt_u (i32.load8_u offset=21 (local.get $b)) (i32.const 1)))
+      (then (return (global.get $ERR_TOKENIZER))))
+    (if (i32.load16_u offset=22 (local.get $b)) (then (return (global.get $ERR_TOKENIZER))))
+    (if (i32.or (i32.lt_u (local.get $n) (i32.const 1)) (i32.gt_u (local.get $n) (i32.const 1048576))) (then (return (global.get $ERR_TOKENIZER))))
+    (if (i32.gt_u (local.get $n) (i32.div_u (i32.sub (local.get $size) (i32.const 24)) (i32.const 8))) (then (return (global.get $ERR_TOKENIZER))))
+    (memory.copy (global.get $TOK_IDS) (i32.add (local.get $b) (i32.const 4)) (i32.const 16))
+    (i32.store (global.get $TOK_DUMMY) (i32.load8_u offset=20 (local.get $b)))
+    (i32.store (global.get $TOK_BYTEFB) (i32.load8_u offset=21 (local.get $b)))
+    (if (i32.eqz (call $buf (global.get $TOK_PIECES) (i32.shl (local.get $n) (i32.const 4)))) (then (return (global.get $ERR_MEMORY))))
+    (local.set $cap (i32.const 16))
+    (loop $c (if (i32.lt_u (local.get $cap) (i32.shl (local.get $n) (i32.const 1))) (then (local.set $cap (i32.shl (local.get $cap) (i32.const 1))) (br $c))))
+    (if (i32.eqz (call $buf (global.get $TOK_HASH) (i32.shl (local.get $cap) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
+    (i32.store (global.get $TOK_MASK) (i32.sub (local.get $cap) (i32.const 1)))
+    (local.set $at (i32.const 24))
+    (loop $parse  ;; records: f32 score, u8 type, u16 length, surface
+      (i32.store (global.get $ERR_DETAIL) (local.get $i))
+      (if (i32.gt_u (i32.add (local.get $at) (i32.const 7)) (local.get $size)) (then (return (global.get $ERR_TOKENIZER))))
+      (if (i32.gt_u (i32.load8_u offset=4 (i32.add (local.get $b) (local.get $at))) (i32.const 4)) (then (return (global.get $ERR_TOKENIZER))))
+      (local.set $len (i32.load16_u offset=5 (i32.add (local.get $b) (local.get $at))))
+      (if (i32.gt_u (i32.add (i32.add (local.get $at) (i32.const 7)) (local.get $len)) (local.get $size)) (then (return (global.get $ERR_TOKENIZER))))
+      (local.set $e (call $piece (local.get $i)))
+      (i32.store (local.get $e) (i32.add (local.get $b) (i32.add (local.get $at) (i32.const 7))))
+      (i32.store offset=4 (local.get $e) (local.get $len))
+      (i32.store offset=8 (local.get $e) (i32.load (i32.add (local.get $b) (local.get $at))))
+      (i32.store offset=12 (local.get $e) (i32.load8_u offset=4 (i32.add (local.get $b) (local.get $at))))
+      (local.set $at (i32.add (local.get $at) (i32.add (i32.const 7) (local.get $len))))
+      (br_if $parse (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (i32.store (global.get $ERR_DETAIL) (i32.const -1))
+    (if (i32.ne (local.get $at) (local.get $size)) (then (return (global.get $ERR_TOKENIZER))))
+    (call $tok_check (local.get $n)))
+
+  ;; checkSpec: per piece (surface, UTF-8, score, duplicates, byte spelling), then the special ids,
+  ;; one unknown piece, byte fallback coverage; also fills the hash, byte ids and markers.
+  (func $tok_check (param $n i32) (result i32)
+    (local $i i32) (local $e i32) (local $slot i32) (local $t i32) (local $by i32) (local $unk i32) (local $k i32)
+    (local $bytes i32)
+    (if (i32.eqz (call $buf (global.get $TOK_BYTE) (i32.const 1024))) (then (return (global.get $ERR_MEMORY))))
+    (local.set $bytes (i32.load (global.get $TOK_BYTE)))
+    (memory.fill (local.get $bytes) (i32.const 255) (i32.const 1024))
+    (loop $pieces
+      (i32.store (global.get $ERR_DETAIL) (local.get $i))
+      (local.set $e (call $piece (local.get $i)))
+      (local.set $t (i32.load offset=12 (local.get $e)))
+      (if (i32.eqz (i32.load offset=4 (local.get $e))) (then (return (global.get $ERR_TOKENIZER))))
+      (if (i32.eqz (call $utf8_valid (i32.load (local.get $e)) (i32.load offset=4 (local.get $e)))) (then (return (global.get $ERR_TOKENIZER))))
+      (if (f32.ne (f32.sub (f32.load offset=8 (local.get $e)) (f32.load offset=8 (local.get $e))) (f32.const 0)) (then (return (global.get $ERR_TOKENIZER))))
+      (local.set $slot (call $tok_slot (i32.load (local.get $e)) (i32.load offset=4 (local.get $e))))
+      (if (i32.load (local.get $slot)) (then (return (global.get $ERR_TOKENIZER))))
+      (i32.store (local.get $slot) (i32.add (local.get $i) (i32.const 1)))
+      (if (i32.eq (local.get $t) (i32.const 4))
+        (then
+          (local.set $by (call $byte_of (i32.load (local.get $e)) (i32.load offset=4 (local.get $e))))
+          (if (i32.lt_s (local.get $by) (i32.const 0)) (then (return (global.get $ERR_TOKENIZER))))
+          (i32.store (i32.add (local.get $bytes) (i32.shl (local.get $by) (i32.const 2))) (local.get $i))))
+      (if (i32.eq (local.get $t) (i32.const 1)) (then (local.set $unk (i32.add (local.get $unk) (i32.const 1)))))
+      (br_if $pieces (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (i32.store (global.get $ERR_DETAIL) (i32.const -1))
+    (loop $specials  ;; pad, eos, bos: CONTROL; unk: UNKNOWN
+      (local.set $by (i32.load (i32.add (global.get $TOK_IDS) (i32.shl (local.get $k) (i32.const 2)))))
+      (if (i32.ge_u (local.get $by) (local.get $n)) (then (return (global.get $ERR_TOKENIZER))))
+      (if (i32.ne (i32.load offset=12 (call $piece (local.get $by))) (select (i32.const 1) (i32.const 2) (i32.eq (local.get $k) (i32.const 3))))
+        (then (return (global.get $ERR_TOKENIZER))))
+      (br_if $specials (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 4))))
+    (if (i32.ne (local.get $unk) (i32.const 1)) (then (return (global.get $ERR_TOKENIZER))))
+    (if (i32.load (global.get $TOK_BYTEFB))
+      (then
+        (local.set $k (i32.const 0))
+        (loop $cover
+          (if (i32.lt_s (i32.load (i32.add (local.get $bytes) (i32.shl (local.get $k) (i32.const 2)))) (i32.const 0))
+            (then (return (global.get $ERR_TOKENIZER))))
+          (br_if $cover (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 256))))))
+    (if (i32.gt_u (local.get $n) (call $g (global.get $G_VOCAB))) (then (return (global.get $ERR_VOCAB))))
+    (i32.store (global.get $TOK_N) (local.get $n))
+    (call $tok_markers (local.get $n)))
+
+  ;; The USER_DEFINED ids, longest surface first (stable), at TOK_MARK.
+  (func $tok_markers (param $n i32) (result i32)
+    (local $i i32) (local $m i32) (local $j i32) (local $id i32) (local $len i32) (local $p i32)
+    (if (i32.eqz (call $buf (global.get $TOK_MARK) (i32.shl (local.get $n) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
+    (local.set $p (i32.load (global.get $TOK_MARK)))
+    (loop $each
+      (if (i32.eq (i32.load offset=12 (call $piece (local.get $i))) (i32.const 3))
+        (then
+          ;; insertion: shift shorter markers right, keep equal lengths in id order
+          (local.set $len (i32.load offset=4 (call $piece (local.get $i))))
+          (local.set $j (local.get $m))
+          (block $placed (loop $shift
+            (br_if $placed (i32.eqz (local.get $j)))
+            (local.set $id (i32.load (i32.add (local.get $p) (i32.shl (i32.sub (local.get $j) (i32.const 1)) (i32.const 2)))))
+            (br_if $placed (i32.ge_u (i32.load offset=4 (call $piece (local.get $id))) (local.get $len)))
+            (i32.store (i32.add (local.get $p) (i32.shl (local.get $j) (i32.const 2))) (local.get $id))
+            (local.set $j (i32.sub (local.get $j) (i32.const 1)))
+            (br $shift)))
+          (i32.store (i32.add (local.get $p) (i32.shl (local.get $j) (i32.const 2))) (local.get $i))
+          (local.set $m (i32.add (local.get $m) (i32.const 1)))))
+      (br_if $each (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (i32.store (global.get $TOK_NMARK) (local.get $m))
+    (i32.const 0))
+
+  ;; Ensures the block at `field` (capacity at field + 4) holds n bytes; 0 when memory cannot grow.
+  (func $ensure (param $field i32) (param $n i32) (result i32)
+    (if (i32.gt_u (local.get $n) (i32.load offset=4 (local.get $field)))
+      (then
+        (i32.store (local.get $field) (call $alloc (local.get $n)))
+        (i32.store offset=4 (local.get $field) (select (local.get $n) (i32.const 0) (i32.ne (i32.load (local.get $field)) (i32.const 0))))))
+    (i32.load (local.get $field)))
+
+  ;; Symbol i of the BPE scratch: +0 begin, +4 size, +8 prev, +12 next, +16 frozen, +20 pair ok, +24 pair score.
+  (func $sym (param $i i32) (result i32)
+    (i32.add (i32.load (global.get $TOK_SYM)) (i32.mul (local.get $i) (i32.const 28))))
+
+  ;; Recomputes whether symbol i and the next one merge into a NORMAL or USER_DEFINED piece, and its score.
+  (func $pair (param $text i32) (param $i i32)
+    (local $s i32) (local $t i32) (local $id i32)
+    (local.set $s (call $sym (local.get $i)))
+    (i32.store offset=20 (local.get $s) (i32.const 0))
+    (if (i32.lt_s (i32.load offset=12 (local.get $s)) (i32.const 0)) (then (return)))
+    (local.set $t (call $sym (i32.load offset=12 (local.get $s))))
+    (if (i32.or (i32.load offset=16 (local.get $s)) (i32.load offset=16 (local.get $t))) (then (return)))
+    (local.set $id (call $tok_find (i32.add (local.get $text) (i32.load (local.get $s)))
+                                   (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (local.get $t)))))
+    (if (i32.lt_s (local.get $id) (i32.const 0)) (then (return)))
+    (if (i32.eqz (call $mergeable (local.get $id))) (then (return)))
+    (i32.store offset=20 (local.get $s) (i32.const 1))
+    (f32.store offset=24 (local.get $s) (f32.load offset=8 (call $piece (local.get $id)))))
+
+  ;; 1 for NORMAL and USER_DEFINED pieces.
+  (func $mergeable (param $id i32) (result i32)
+    (local $t i32)
+    (local.set $t (i32.load offset=12 (call $piece (local.get $id))))
+    (i32.or (i32.eqz (local.get $t)) (i32.eq (local.get $t) (i32.const 3))))
+
+  ;; Normalises n bytes at p into TOK_NORM (spaces -> U+2581, optional dummy prefix); returns its length.
+  (func $normalise (param $p i32) (param $n i32) (param $dummy i32) (result i32)
+    (local $t i32) (local $o i32) (local $c i32) (local $e i32)
+    (local.set $t (call $ensure (global.get $TOK_NORM) (i32.add (i32.mul (local.get $n) (i32.const 3)) (i32.const 8))))
+    (if (i32.eqz (local.get $t)) (then (return (i32.const -1))))
+    (local.set $o (local.get $t))
+    (if (local.get $dummy) (then (call $meta (local.get $o)) (local.set $o (i32.add (local.get $o) (i32.const 3)))))
+    (local.set $e (i32.add (local.get $p) (local.get $n)))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $e)))
+      (local.set $c (i32.load8_u (local.get $p)))
+      (if (i32.eq (local.get $c) (i32.const 32))
+        (then (call $meta (local.get $o)) (local.set $o (i32.add (local.get $o) (i32.const 3))))
+        (else (i32.store8 (local.get $o) (local.get $c)) (local.set $o (i32.add (local.get $o) (i32.const 1)))))
+      (local.set $p (i32.add (local.get $p) (i32.const 1)))
+      (br $l)))
+    (i32.sub (local.get $o) (local.get $t)))
+  ;; Writes U+2581 as UTF-8 at o.
+  (func $meta (param $o i32)
+    (i32.store8 (local.get $o) (i32.const 0xE2))
+    (i32.store8 offset=1 (local.get $o) (i32.const 0x96))
+    (i32.store8 offset=2 (local.get $o) (i32.const 0x81)))
+
+  ;; Length of the longest marker matching at text + at (tl bytes in all), or 0.
+  (func $marker_at (param $text i32) (param $at i32) (param $tl i32) (result i32)
+    (local $k i32) (local $e i32) (local $len i32)
+    (block $none (loop $l
+      (br_if $none (i32.ge_u (local.get $k) (i32.load (global.get $TOK_NMARK))))
+      (local.set $e (call $piece (i32.load (i32.add (i32.load (global.get $TOK_MARK)) (i32.shl (local.get $k) (i32.const 2))))))
+      (local.set $len (i32.load offset=4 (local.get $e)))
+      (if (i32.le_u (i32.add (local.get $at) (local.get $len)) (local.get $tl))
+        (then (if (call $bytes_eq (i32.add (local.get $text) (local.get $at)) (i32.load (local.get $e)) (local.get $len))
+                (then (return (local.get $len))))))
+      (local.set $k (i32.add (local.get $k) (i32.const 1)))
+      (br $l)))
+    (i32.const 0))
+
+  ;; Splits the normalised text into symbols (markers frozen, else one character); returns the count.
+  (func $split (param $text i32) (param $tl i32) (result i32)
+    (local $at i32) (local $n i32) (local $len i32) (local $frozen i32) (local $s i32)
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $at) (local.get $tl)))
+      (local.set $len (call $marker_at (local.get $text) (local.get $at) (local.get $tl)))
+      (local.set $frozen (i32.ne (local.get $len) (i32.const 0)))
+      (if (i32.eqz (local.get $frozen))
+        (then (local.set $len (i32.and (call $utf8_step (i32.add (local.get $text) (local.get $at)) (i32.sub (local.get $tl) (local.get $at))) (i32.const 255)))))
+      (local.set $s (call $sym (local.get $n)))
+      (i32.store (local.get $s) (local.get $at))
+      (i32.store offset=4 (local.get $s) (local.get $len))
+      (i32.store offset=8 (local.get $s) (i32.sub (local.get $n) (i32.const 1)))
+      (i32.store offset=12 (local.get $s) (select (i32.add (local.get $n) (i32.const 1)) (i32.const -1)
+        (i32.lt_u (i32.add (local.get $at) (local.get $len)) (local.get $tl))))
+      (i32.store offset=16 (local.get $s) (local.get $frozen))
+      (local.set $n (i32.add (local.get $n) (i32.const 1)))
+      (local.set $at (i32.add (local.get $at) (local.get $len)))
+      (br $l)))
+    (local.get $n))
+
+  ;; Repeatedly merges the best pair (highest score, leftmost on ties) until none is left.
+  (func $merge_all (param $text i32) (param $n i32)
+    (local $i i32) (local $best i32) (local $bs f32) (local $s i32) (local $r i32) (local $rs i32)
+    (loop $init
+      (if (i32.lt_u (local.get $i) (local.get $n))
+        (then (call $pair (local.get $text) (local.get $i)) (local.set $i (i32.add (local.get $i) (i32.const 1))) (br $init))))
+    (block $done (loop $round
+      (local.set $best (i32.const -1))
+      (local.set $i (i32.const 0))
+      (block $walked (loop $walk
+        (br_if $walked (i32.lt_s (local.get $i) (i32.const 0)))
+        (local.set $s (call $sym (local.get $i)))
+        (if (i32.load offset=20 (local.get $s))
+          (then (if (i32.or (i32.lt_s (local.get $best) (i32.const 0)) (f32.gt (f32.load offset=24 (local.get $s)) (local.get $bs)))
+                  (then (local.set $best (local.get $i)) (local.set $bs (f32.load offset=24 (local.get $s)))))))
+        (local.set $i (i32.load offset=12 (local.get $s)))
+        (br $walk)))
+      (br_if $done (i32.lt_s (local.get $best) (i32.const 0)))
+      (local.set $s (call $sym (local.get $best)))
+      (local.set $r (i32.load offset=12 (local.get $s)))
+      (local.set $rs (call $sym (local.get $r)))
+      (i32.store offset=4 (local.get $s) (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (local.get $rs))))
+      (i32.store offset=12 (local.get $s) (i32.load offset=12 (local.get $rs)))
+      (if (i32.ge_s (i32.load offset=12 (local.get $rs)) (i32.const 0))
+        (then (i32.store offset=8 (call $sym (i32.load offset=12 (local.get $rs))) (local.get $best))))
+      (i32.store offset=4 (local.get $rs) (i32.const 0))
+      (i32.store offset=20 (local.get $rs) (i32.const 0))
+      (if (i32.ge_s (i32.load offset=8 (local.get $s)) (i32.const 0))
+        (then (call $pair (local.get $text) (i32.load offset=8 (local.get $s)))))
+      (call $pair (local.get $text) (local.get $best))
+      (br $round))))
+
+  ;; encode (mode 1: with the dummy prefix when the tokenizer sets it) or encodeRaw (mode 0) of the n
+  ;; UTF-8 bytes at p; ids to out (cap ids). Returns the count, or -ERR_* (NO_TOKENIZER, UTF8,
+  ;; CAPACITY, MEMORY).
+  (func (export "encode") (param $p i32) (param $n i32) (param $mode i32) (param $out i32) (param $cap i32) (result i32)
+    (local $text i32) (local $tl i32) (local $ns i32) (local $i i32) (local $s i32) (local $id i32) (local $k i32) (local $count i32)
+    (if (i32.eqz (i32.load (global.get $TOK_N))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NO_TOKENIZER)))))
+    (if (i32.eqz (local.get $n)) (then (return (i32.const 0))))
+    (if (i32.eqz (call $utf8_valid (local.get $p) (local.get $n))) (then (return (i32.sub (i32.const 0) (global.get $ERR_UTF8)))))
+    (local.set $tl (call $normalise (local.get $p) (local.get $n) (i32.and (local.get $mode) (i32.load (global.get $TOK_DUMMY)))))
+    (if (i32.lt_s (local.get $tl) (i32.const 0)) (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
+    (local.set $text (i32.load (global.get $TOK_NORM)))
+    (if (i32.eqz (call $ensure (global.get $TOK_SYM) (i32.mul (i32.add (local.get $tl) (i32.const 1)) (i32.const 28))))
+      (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
+    (local.set $ns (call $split (local.get $text) (local.get $tl)))
+    (call $merge_all (local.get $text) (local.get $ns))
+    (block $done (loop $emit
+      (br_if $done (i32.lt_s (local.get $i) (i32.const 0)))
+      (local.set $s (call $sym (local.get $i)))
+      (local.set $id (call $tok_find (i32.add (local.get $text) (i32.load (local.get $s))) (i32.load offset=4 (local.get $s))))
+      (if (i32.and (i32.ge_s (local.get $id) (i32.const 0))
+                   (i32.ne (i32.load offset=12 (call $piece (select (local.get $id) (i32.const 0) (i32.ge_s (local.get $id) (i32.const 0))))) (i32.const 1)))
+        (then
+          (if (i32.ge_u (local.get $count) (local.get $cap)) (then (return (i32.sub (i32.const 0) (global.get $ERR_CAPACITY)))))
+          (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2))) (local.get $id))
+          (local.set $count (i32.add (local.get $count) (i32.const 1))))
+        (else
+          (if (i32.load (global.get $TOK_BYTEFB))
+            (then
+              (local.set $k (i32.const 0))
+              (loop $bytes
+                (if (i32.ge_u (local.get $count) (local.get $cap)) (then (return (i32.sub (i32.const 0) (global.get $ERR_CAPACITY)))))
+                (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2)))
+                  (i32.load (i32.add (i32.load (global.get $TOK_BYTE))
+                    (i32.shl (i32.load8_u (i32.add (i32.add (local.get $text) (i32.load (local.get $s))) (local.get $k))) (i32.const 2)))))
+                (local.set $count (i32.add (local.get $count) (i32.const 1)))
+                (br_if $bytes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load offset=4 (local.get $s))))))
+            (else
+              (if (i32.ge_u (local.get $count) (local.get $cap)) (then (return (i32.sub (i32.const 0) (global.get $ERR_CAPACITY)))))
+              (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2))) (i32.load offset=12 (global.get $TOK_IDS)))
+              (local.set $count (i32.add (local.get $count) (i32.const 1)))))))
+      (local.set $i (i32.load offset=12 (local.get $s)))
+      (br $emit)))
+    (local.get $count))
+
+  ;; The bytes piece `id` contributes to decoded text (U+2581 as a space, <0xHH> as its byte, control
+  ;; and unknown as nothing), written to out; returns the count or -ERR_TOKEN / -ERR_NO_TOKENIZER.
+  (func (export "piece_bytes") (param $id i32) (param $out i32) (result i32)
+    (local $e i32) (local $t i32) (local $p i32) (local $end i32) (local $o i32)
+    (if (i32.eqz (i32.load (global.get $TOK_N))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NO_TOKENIZER)))))
+    (if (i32.ge_u (local.get $id) (i32.load (global.get $TOK_N))) (then (return (i32.sub (i32.const 0) (global.get $ERR_TOKEN)))))
+    (local.set $e (call $piece (local.get $id)))
+    (local.set $t (i32.load offset=12 (local.get $e)))
+    (if (i32.or (i32.eq (local.get $t) (i32.const 1)) (i32.eq (local.get $t) (i32.const 2))) (then (return (i32.const 0))))
+    (if (i32.eq (local.get $t) (i32.const 4))
+      (then (i32.store8 (local.get $out) (call $byte_of (i32.load (local.get $e)) (i32.load offset=4 (local.get $e))))
+            (return (i32.const 1))))
+    (local.set $p (i32.load (local.get $e)))
+    (local.set $end (i32.add (local.get $p) (i32.load offset=4 (local.get $e))))
+    (local.set $o (local.get $out))
+    (block $d (loop $l
+      (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
+      (if (i32.and (i32.le_u (i32.add (local.get $p) (i32.const 3)) (local.get $end))
+                   (i32.and (i32.eq (i32.load8_u (local.get $p)) (i32.const 0xE2))
+                            (i32.and (i32.eq (i32.load8_u offset=1 (local.get $p)) (i32.const 0x96)) (i32.eq (i32.load8_u offset=2 (local.get $p)) (i32.const 0x81)))))
+        (then (i32.store8 (local.get $o) (i32.const 32)) (local.set $p (i32.add (local.get $p) (i32.const 3))))
+        (else (i32.store8 (local.get $o) (i32.load8_u (local.get $p))) (local.set $p (i32.add (local.get $p) (i32.const 1)))))
+      (local.set $o (i32.add (local.get $o) (i32.const 1)))
+      (br $l)))
+    (i32.sub (local.get $o) (local.get $out)))
+
+  ;; Pieces of the tokenizer (0 when the archive has none).
+  (func (export "tok_size") (result i32) (i32.load (global.get $TOK_N)))
+)

@@ -1,0 +1,257 @@
+// needle.mjs: the one driver module of the wasm engine, for Node and for the browser.
+//
+// createEngine() makes the shared memory, a driver Worker and helper Workers (site/engine/worker.mjs),
+// all instantiating engine.wasm on that one memory. The page (or Node) talks to the driver with
+// messages; the archive is streamed straight into wasm memory by this thread (no second copy), and
+// the engine parses and validates it in place. docs/engine.md describes the whole arrangement.
+//
+//   const engine = await createEngine({ threads: 2 });
+//   await engine.load('model.cact');            // a path (Node), URL, Response, ArrayBuffer or view
+//   const ids = [engine.tokenizer.bos_id, ...await engine.encode('hello')];
+//   const out = await engine.generate(ids, { maxTokens: 32 });
+//   engine.stop();                              // from anywhere: ends generate after the current token
+//   await engine.close();
+
+const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
+const PAGE = 65536;
+
+// An engine error: `code` is one of the module's ERR_* values, `name` its name, `record` the failing
+// archive record (-1: the header or none) and `detail` the header offset or tokenizer piece.
+export class EngineError extends Error {
+  constructor(message, { code = null, name = null, record = -1, detail = -1 } = {}) {
+    super(message);
+    this.code = code;
+    this.errorName = name;
+    this.record = record;
+    this.detail = detail;
+  }
+}
+
+async function readWasm(source) {
+  if (source instanceof Uint8Array || source instanceof ArrayBuffer) return source;
+  const url = source ?? new URL('../../build/engine.wasm', import.meta.url);
+  if (isNode && (typeof url === 'string' || url.protocol === 'file:')) {
+    const fs = await import('node:fs');
+    return fs.readFileSync(url);
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`engine.wasm: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+// A worker running worker.mjs, with one message handler interface for both platforms.
+async function spawnWorker() {
+  const url = new URL('./worker.mjs', import.meta.url);
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(url);
+    return {
+      post: (m) => w.postMessage(m),
+      onMessage: (f) => w.on('message', f),
+      onError: (f) => w.on('error', f),
+      terminate: () => w.terminate(),
+    };
+  }
+  const w = new Worker(url, { type: 'module' });
+  return {
+    post: (m) => w.postMessage(m),
+    onMessage: (f) => w.addEventListener('message', (e) => f(e.data)),
+    onError: (f) => w.addEventListener('error', f),
+    terminate: () => w.terminate(),
+  };
+}
+
+export class NeedleEngine {
+  constructor() {
+    this.module = null;
+    this.memory = null;
+    this.driver = null;
+    this.helpers = [];
+    this.threads = 1;
+    this.exports = null;     // a main-thread instance, used only to read the exported constants
+    this.pending = new Map();
+    this.nextId = 1;
+    this.geometry = null;
+    this.tokenizer = null;
+  }
+
+  // The exported immutable globals (ADDR_*, ERR_*, HEAP_BASE) as plain numbers.
+  constant(name) { return this.exports[name].value; }
+
+  // ERR_* name of an error code.
+  errorName(code) {
+    for (const [name, value] of Object.entries(this.exports))
+      if (name.startsWith('ERR_') && value.value === code) return name;
+    return `ERR_${code}`;
+  }
+
+  async call(op, args, { transfer = [], onEvent = null } = {}) {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, onEvent });
+      this.driver.post({ id, op, args }, transfer);
+    });
+  }
+
+
+  // Starts one more helper Worker; resolves once it has taken its pool slot (READY went up), or
+  // after `waitMs` if it has not (a helper that never runs is simply never counted).
+  async addHelper({ waitMs = 10000 } = {}) {
+    const ready = new Int32Array(this.memory.buffer);
+    const at = this.constant('ADDR_READY') >> 2;
+    const before = Atomics.load(ready, at);
+    const w = await spawnWorker();
+    const started = new Promise((resolve) => w.onMessage((m) => { if (m.op === 'started') resolve(); }));
+    w.post({ op: 'init', role: 'helper', module: this.module, memory: this.memory });
+    this.helpers.push(w);
+    await started;
+    for (const t0 = Date.now(); Atomics.load(ready, at) <= before && Date.now() - t0 < waitMs;)
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    return w;
+  }
+
+  // Threads used by the next jobs, driver included; helpers are started when `startHelpers`.
+  async setThreads(threads, { startHelpers = true } = {}) {
+    this.threads = Math.max(1, threads | 0);
+    if (startHelpers) while (this.helpers.length < this.threads - 1) await this.addHelper();
+    await this.call('setThreads', { threads: this.threads });
+  }
+
+  // Streams the archive into wasm memory and has the engine validate it there.
+  async load(source) {
+    let size;
+    let fill;
+    if (isNode && (typeof source === 'string' || (source instanceof URL && source.protocol === 'file:'))) {
+      const fs = await import('node:fs');
+      const fd = fs.openSync(source, 'r');
+      size = fs.fstatSync(fd).size;
+      fill = async (ptr) => {
+        try {
+          for (let at = 0; at < size;) {
+            const view = new Uint8Array(this.memory.buffer, ptr + at, Math.min(1 << 22, size - at));
+            const n = fs.readSync(fd, view, 0, view.length, at);
+            if (n <= 0) throw new Error(`${source}: short read at ${at}`);
+            at += n;
+          }
+        } finally { fs.closeSync(fd); }
+      };
+    } else if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+      const bytes = source instanceof ArrayBuffer ? new Uint8Array(source)
+        : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+      size = bytes.length;
+      fill = async (ptr) => { new Uint8Array(this.memory.buffer, ptr, size).set(bytes); };
+    } else {
+      const response = source instanceof Response ? source : await fetch(source);
+      if (!response.ok) throw new Error(`archive: HTTP ${response.status}`);
+      size = Number(response.headers.get('content-length'));
+      if (!Number.isSafeInteger(size) || size <= 0) {
+        const bytes = new Uint8Array(await response.arrayBuffer());
+        return this.load(bytes);
+      }
+      fill = async (ptr) => {
+        const reader = response.body.getReader();
+        let at = 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          if (at + value.length > size) throw new Error('archive: longer than its Content-Length');
+          new Uint8Array(this.memory.buffer, ptr + at, value.length).set(value);
+          at += value.length;
+        }
+        if (at !== size) throw new Error(`archive: ${at} of ${size} bytes arrived`);
+      };
+    }
+    const ptr = await this.call('archiveBuffer', { size });
+    if (!ptr) throw new EngineError(`archive of ${size} bytes does not fit the engine memory`,
+      { code: this.constant('ERR_MEMORY'), name: 'ERR_MEMORY' });
+    await fill(ptr);
+    const r = await this.call('load');
+    if (r.code !== 0) {
+      const name = this.errorName(r.code);
+      throw new EngineError(`archive rejected: ${name} (record ${r.record}, detail ${r.detail})`,
+        { code: r.code, name, record: r.record, detail: r.detail });
+    }
+    this.geometry = r.geometry;
+    this.tokenizer = r.tokenizer;
+    await this.reset();
+    return r;
+  }
+
+  // A new session with `sink` pinned KV positions.
+  async reset({ sink = 0 } = {}) { await this.call('reset', { sink }); }
+
+  // encode (with the dummy prefix) or, with raw, encodeRaw, of a string.
+  async encode(text, { raw = false } = {}) {
+    return this.call('encode', { bytes: new TextEncoder().encode(text), raw });
+  }
+
+  // The text of ids: all piece bytes first, then one UTF-8 decode; one leading space dropped.
+  async decode(ids) {
+    const chunks = await this.call('pieceBytes', { ids });
+    const total = chunks.reduce((n, c) => n + c.length, 0);
+    const all = new Uint8Array(total);
+    let at = 0;
+    for (const c of chunks) { all.set(c, at); at += c.length; }
+    const text = new TextDecoder('utf-8', { fatal: false }).decode(all);
+    return text.startsWith(' ') ? text.slice(1) : text;
+  }
+
+  // One step: the logits (Float32Array) after `token`, or null without wantLogits.
+  async step(token, { wantLogits = true } = {}) { return this.call('step', { token, wantLogits }); }
+
+  // Prefill `ids` (teacher-forced), then sample up to maxTokens, each fed back except the last.
+  // Options: sampler {temperature, topK, topP, minP, repetitionPenalty, repetitionWindow}, seed,
+  // stopIds (default: the tokenizer's eos), wantRows (every logits row), onToken(id).
+  async generate(ids, { maxTokens = 0, sampler = {}, seed = 0, stopIds = null, wantRows = false, onToken = null } = {}) {
+    const stops = stopIds ?? [this.tokenizer ? this.tokenizer.eos_id : 1];
+    return this.call('generate', { ids, maxTokens, sampler, seed, stopIds: stops, wantRows, stream: !!onToken },
+      { onEvent: onToken ? (m) => onToken(m.token) : null });
+  }
+
+  // Ends a running generate after its current token (safe from any thread, at any time).
+  stop() { Atomics.store(new Int32Array(this.memory.buffer), this.constant('ADDR_STOP') >> 2, 1); }
+
+  // Stops the helpers and the driver.
+  async close() {
+    if (!this.driver) return;
+    await this.call('shutdown');
+    await Promise.all([this.driver, ...this.helpers].map((w) => w.terminate()));
+    this.driver = null;
+    this.helpers = [];
+  }
+}
+
+// Options: wasm (bytes, path or URL of engine.wasm; default build/engine.wasm next to site/),
+// threads (driver included, default 1), startHelpers (default true; tests start them by hand),
+// maxMemoryBytes (the shared memory's maximum, default 2 GiB), spin (rounds before a wait).
+export async function createEngine(options = {}) {
+  const engine = new NeedleEngine();
+  const bytes = await readWasm(options.wasm);
+  engine.module = await WebAssembly.compile(bytes);
+  const maxPages = Math.min(65536, Math.ceil((options.maxMemoryBytes ?? 2 ** 31) / PAGE));
+  engine.memory = new WebAssembly.Memory({ initial: 2, maximum: maxPages, shared: true });
+  engine.exports = (await WebAssembly.instantiate(engine.module, { env: { memory: engine.memory } })).exports;
+  engine.driver = await spawnWorker();
+  const ready = new Promise((resolve, reject) => {
+    engine.driver.onMessage((m) => { if (m.op === 'ready') resolve(); else engine._route(m); });
+    engine.driver.onError(reject);
+  });
+  engine.driver.post({ op: 'init', role: 'driver', module: engine.module, memory: engine.memory });
+  await ready;
+  await engine.call('setSpin', { spin: options.spin ?? 2000 });
+  await engine.setThreads(options.threads ?? 1, { startHelpers: options.startHelpers ?? true });
+  return engine;
+}
+
+// Message routing (kept outside the class body's private field so createEngine can install it).
+NeedleEngine.prototype._route = function route(m) {
+  const entry = this.pending.get(m.id);
+  if (!entry) return;
+  if (m.event) { if (entry.onEvent) entry.onEvent(m); return; }
+  this.pending.delete(m.id);
+  if (m.error) {
+    const code = m.error.code;
+    const name = code != null ? this.errorName(code) : null;
+    entry.reject(new EngineError(m.error.message + (name ? ` (${name})` : ''), { code, name }));
+  } else entry.resolve(m.result);
+};

@@ -1,0 +1,253 @@
+// worker.mjs: the script of every engine Worker, in Node (worker_threads) and in the browser (a
+// module Worker). Each one instantiates engine.wasm on the one shared memory it is sent.
+//
+//  * role "helper": calls the module's `helper` export, which never returns until the pool is shut
+//    down: it spins and sleeps on the pool's words and runs slices of the driver's jobs.
+//  * role "driver": answers requests from the page (load, encode, step, generate, ...) by calling the
+//    module's exports. Only the driver ever blocks in a wait (a browser page's main thread may not),
+//    so it is a Worker too.
+// Every number the engine defines (addresses, error codes) is read from the module's exports.
+
+const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
+let post;
+let listen;
+if (isNode) {
+  const { parentPort } = await import('node:worker_threads');
+  post = (message, transfer) => parentPort.postMessage(message, transfer);
+  listen = (handler) => parentPort.on('message', handler);
+} else {
+  post = (message, transfer) => self.postMessage(message, transfer);
+  listen = (handler) => { self.onmessage = (event) => handler(event.data); };
+}
+
+let ex = null;       // the instance's exports
+let memory = null;   // the shared WebAssembly.Memory
+const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
+
+// Views of the memory as it is now (it may have grown since the last call).
+const u32 = () => new Uint32Array(memory.buffer);
+const i32 = () => new Int32Array(memory.buffer);
+const u8 = () => new Uint8Array(memory.buffer);
+const f32 = () => new Float32Array(memory.buffer);
+const field = (name) => u32()[ex[name].value >> 2];
+
+// The header fields the host needs, by name (offsets as in the archive header).
+const GEOMETRY_FIELDS = [
+  ['num_tensors', 4], ['codebook_len', 8], ['kv_window', 12], ['kv_bits', 16], ['vocab', 20],
+  ['d_model', 24], ['num_heads', 28], ['num_kv_heads', 32], ['num_layers', 36], ['head_dim', 40],
+  ['max_seq_len', 44], ['hada_n', 48], ['mhc_lanes', 52], ['engram_slots', 56], ['engram_sub_dim', 60],
+  ['num_engram_tables', 64], ['engram_conv_taps', 68], ['engram_conv_dilation', 72],
+  ['num_engram_orders', 76], ['num_engram_sites', 96],
+];
+
+function geometry() {
+  const base = ex.ADDR_GEO.value;
+  const w = u32();
+  const g = {};
+  for (const [name, off] of GEOMETRY_FIELDS) g[name] = w[(base + off) >> 2];
+  g.engram_orders = [0, 1, 2, 3].map((k) => w[(base + 80 + 4 * k) >> 2]);
+  g.engram_sites = [0, 1, 2, 3].map((k) => w[(base + 100 + 4 * k) >> 2]);
+  g.rope_theta = f32()[(base + 116) >> 2];
+  return g;
+}
+
+function tokenizerInfo() {
+  const n = ex.tok_size();
+  if (!n) return null;
+  const ids = ex.ADDR_TOK_IDS.value >> 2;
+  const w = u32();
+  return { pieces: n, pad_id: w[ids], eos_id: w[ids + 1], bos_id: w[ids + 2], unk_id: w[ids + 3] };
+}
+
+function fail(code, what) {
+  const e = new Error(`${what}: engine error ${code}`);
+  e.code = code;
+  return e;
+}
+
+// Runs one prompt (teacher-forced) and then a decode loop with the wasm sampler.
+function generate(request, streamId) {
+  const { ids, maxTokens = 0, sampler = {}, seed = 0, stopIds = [], wantRows = false, stream = false } = request;
+  const vocab = geometry().vocab;
+  const rows = [];
+  const stopAt = ex.ADDR_STOP.value >> 2;
+  Atomics.store(i32(), stopAt, 0);
+  const logitsCopy = () => f32().slice(field('ADDR_LOGITS') >> 2, (field('ADDR_LOGITS') >> 2) + vocab);
+  let t0 = now();
+  for (let i = 0; i < ids.length; i++) {
+    const want = i + 1 === ids.length || wantRows;
+    const rc = ex.step(ids[i] >>> 0, want ? 1 : 0);
+    if (rc) throw fail(rc, `step at prompt position ${i} (token ${ids[i]})`);
+    if (want && wantRows) rows.push(logitsCopy());
+  }
+  const prefillMs = now() - t0;
+  ex.sampler(sampler.temperature ?? 0, sampler.topK ?? 0, sampler.topP ?? 1, sampler.minP ?? 0,
+             sampler.repetitionPenalty ?? 1, sampler.repetitionWindow ?? 0);
+  const big = BigInt.asUintN(64, BigInt(seed));
+  ex.seed(Number(big & 0xffffffffn) | 0, Number(big >> 32n) | 0);
+  const generated = [];
+  let decodeSteps = 0;
+  const maxSeq = geometry().max_seq_len;
+  t0 = now();
+  while (generated.length < maxTokens && ids.length > 0) {
+    const next = ex.sample();
+    generated.push(next);
+    if (stream) post({ id: streamId, event: 'token', token: next });
+    if (stopIds.includes(next) || generated.length === maxTokens || field('ADDR_POS') >= maxSeq) break;
+    if (Atomics.load(i32(), stopAt)) break;
+    const rc = ex.step(next, 1);
+    if (rc) throw fail(rc, `step at generated token ${generated.length - 1} (token ${next})`);
+    decodeSteps++;
+    if (wantRows) rows.push(logitsCopy());
+  }
+  const decodeMs = now() - t0;
+  return { generated, prefillMs, decodeMs, prefillTokens: ids.length, decodeTokens: decodeSteps, rows };
+}
+
+// The driver's requests: name -> function(args) returning a result (and transferables).
+const ops = {
+  archiveBuffer: ({ size }) => ex.archive_buffer(size),
+  load: () => {
+    const code = ex.load();
+    const w = i32();
+    return { code, record: w[ex.ADDR_ERR_RECORD.value >> 2], detail: w[ex.ADDR_ERR_DETAIL.value >> 2],
+             geometry: code === 0 ? geometry() : null, tokenizer: code === 0 ? tokenizerInfo() : null };
+  },
+  setThreads: ({ threads }) => { ex.set_threads(threads); return threads; },
+  setSpin: ({ spin }) => { ex.set_spin(spin); return spin; },
+  reset: ({ sink = 0 }) => {
+    const rc = ex.session_reset(sink >>> 0);
+    if (rc) throw fail(rc, 'reset');
+    return 0;
+  },
+  position: () => field('ADDR_POS'),
+  encode: ({ bytes, raw }) => {
+    // one I/O block: the text, then room for the ids (at most one per byte, plus the dummy prefix)
+    const cap = bytes.length + 4;
+    const textBytes = (bytes.length + 64) & ~63;
+    const p = ex.io_buffer(textBytes + cap * 4);
+    if (!p) throw fail(ex.ERR_MEMORY.value, 'encode');
+    u8().set(bytes, p);
+    const out = p + textBytes;
+    const n = ex.encode(p, bytes.length, raw ? 0 : 1, out, cap);
+    if (n < 0) throw fail(-n, 'encode');
+    return Array.from(u32().subarray(out >> 2, (out >> 2) + n));
+  },
+  pieceBytes: ({ ids }) => {
+    const out = ex.io_buffer(65536 + 16);
+    const chunks = [];
+    for (const id of ids) {
+      const n = ex.piece_bytes(id >>> 0, out);
+      if (n < 0) throw fail(-n, `piece bytes of id ${id}`);
+      chunks.push(u8().slice(out, out + n));
+    }
+    return chunks;
+  },
+  step: ({ token, wantLogits }) => {
+    const rc = ex.step(token >>> 0, wantLogits ? 1 : 0);
+    if (rc) throw fail(rc, `step (token ${token})`);
+    if (!wantLogits) return null;
+    const p = field('ADDR_LOGITS') >> 2;
+    return f32().slice(p, p + geometry().vocab);
+  },
+  stepTrace: ({ token }) => {
+    const t = ex.trace_enable(1);
+    if (!t) throw fail(ex.ERR_MEMORY.value, 'trace');
+    const rc = ex.step(token >>> 0, 1);
+    ex.trace_enable(0);
+    if (rc) throw fail(rc, `step (token ${token})`);
+    const n = ex.trace_floats();
+    const p = field('ADDR_LOGITS') >> 2;
+    return { trace: f32().slice(t >> 2, (t >> 2) + n), logits: f32().slice(p, p + geometry().vocab) };
+  },
+  generate: (request, id) => generate(request, id),
+  dequantRow: ({ record, row }) => {
+    const cols = ex.record_cols(record);
+    const out = ex.alloc(cols * 4 + 64);
+    ex.dequant_row(ex.record(record), row, out);
+    return f32().slice(out >> 2, (out >> 2) + cols);
+  },
+  matvec: ({ record, input }) => {
+    const rows = ex.record_rows(record);
+    const x = ex.alloc(input.length * 4 + 64);
+    const y = ex.alloc(rows * 4 + 64);
+    f32().set(input, x >> 2);
+    const rc = ex.matvec(record, x, y);
+    if (rc) throw fail(rc, 'matvec');
+    return f32().slice(y >> 2, (y >> 2) + rows);
+  },
+  poolTest: ({ count, rounds, chunk }) => {
+    const arr = ex.alloc(count * 4 + 64);
+    u32().fill(0, arr >> 2, (arr >> 2) + count);
+    const done = ex.pool_test(arr, count, rounds, chunk);
+    const a = u32().slice(arr >> 2, (arr >> 2) + count);
+    return { done, values: a };
+  },
+  math: ({ fn, xs }) => xs.map((x) => ex[fn](x)),
+  fwht: ({ values, normalized }) => {
+    const p = ex.alloc(values.length * 4 + 64);
+    f32().set(values, p >> 2);
+    (normalized ? ex.fwht_norm : ex.fwht)(p, values.length);
+    return f32().slice(p >> 2, (p >> 2) + values.length);
+  },
+  sample: ({ logits, sampler = {}, seed, history = [] }) => {
+    // Test entry: sampler on given logits (written over the engine's logits buffer).
+    const p = field('ADDR_LOGITS') >> 2;
+    f32().set(logits, p);
+    ex.sampler(sampler.temperature ?? 0, sampler.topK ?? 0, sampler.topP ?? 1, sampler.minP ?? 0,
+               sampler.repetitionPenalty ?? 1, sampler.repetitionWindow ?? 0);
+    if (seed !== undefined) ex.seed(seed | 0, 0);
+    const draws = [];
+    for (let k = 0; k < (sampler.draws ?? 1); k++) draws.push(ex.sample());
+    return draws;
+  },
+  // Test entries: load() over many truncations / byte flips of the archive already in memory
+  // (written by load), without copying it again. Each returns [code, record] per case; after
+  // `truncations` the engine holds the last prefix loaded.
+  truncations: ({ lengths }) => {
+    return lengths.map((len) => [ex.load_prefix(len), i32()[ex.ADDR_ERR_RECORD.value >> 2]]);
+  },
+  flips: ({ flips }) => {
+    const base = field('ADDR_ARCH_PTR');
+    const size = field('ADDR_ARCH_LEN');
+    const out = [];
+    for (const [offset, xor] of flips) {
+      u8()[base + offset] ^= xor;
+      out.push([ex.load_prefix(size), i32()[ex.ADDR_ERR_RECORD.value >> 2]]);
+      u8()[base + offset] ^= xor;
+    }
+    return out;
+  },
+  generalKernels: ({ on }) => { ex.set_general_kernels(on ? 1 : 0); return on; },
+  // Test entry: blocks the driver for good (the watchdog test's stand-in for a deadlock).
+  hang: () => { Atomics.wait(i32(), (ex.ADDR_ARGS.value >> 2) + 15, i32()[(ex.ADDR_ARGS.value >> 2) + 15]); return 0; },
+  memoryBytes: () => memory.buffer.byteLength,
+  heapTop: () => field('ADDR_HEAP_TOP'),
+  shutdown: () => { ex.shutdown(); return 0; },
+};
+
+listen(async (msg) => {
+  if (msg.op === 'init') {
+    memory = msg.memory;
+    const instance = await WebAssembly.instantiate(msg.module, { env: { memory } });
+    ex = instance.exports;
+    if (msg.role === 'helper') {
+      post({ op: 'started' });
+      ex.helper();               // returns only after shutdown
+      post({ op: 'exited' });
+      return;
+    }
+    ex.init();                   // the driver sets up the shared tables once
+    post({ op: 'ready' });
+    return;
+  }
+  const { id, op, args } = msg;
+  try {
+    const result = ops[op](args || {}, id);
+    const transfer = [];
+    if (result && result.buffer instanceof ArrayBuffer) transfer.push(result.buffer);
+    post({ id, result }, transfer);
+  } catch (err) {
+    post({ id, error: { message: err.message, code: err.code ?? null } });
+  }
+});
