@@ -255,10 +255,9 @@ async function init() {
   } catch {
     models = [];
   }
-  for (const m of models) {
-    const cached = await cachedCopy(m).catch(() => null);
-    $('model-select').append(new Option(`${m.name} (${formatBytes(m.bytes)})${cached ? ', downloaded' : ''}`));
-  }
+  const cached = await Promise.all(models.map((m) => cachedCopy(m).catch(() => null)));
+  $('model-select').append(...models.map((m, i) =>
+    new Option(`${m.name} (${formatBytes(m.bytes)})${cached[i] ? ', downloaded' : ''}`)));
   if (models.length === 0) {
     setStatus('The server offers no model: run npm start, which makes build/models/.', true);
     $('open').disabled = true;

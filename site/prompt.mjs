@@ -42,7 +42,7 @@ export function parseReply(text) {
   const think = /<think>([\s\S]*?)<\/think>/.exec(text);
   const reasoning = think ? think[1].trim() : '';
   const open = text.indexOf('<tool_call>');
-  if (open < 0) return { reasoning, calls: null, complete: false, error: 'no <tool_call> yet' };
+  if (open < 0) return { reasoning, calls: null, complete: false, error: 'the reply has no <tool_call>' };
   const close = text.indexOf('</tool_call>', open);
   const body = text.slice(open + '<tool_call>'.length, close < 0 ? undefined : close);
   if (close < 0) return { reasoning, calls: null, complete: false, error: 'the tool call is not finished' };
