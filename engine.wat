@@ -10,9 +10,9 @@
 ;;    state lives in memory at a fixed address (the ADDR_* table below) or in blocks handed out by the
 ;;    bump allocator, whose pointers are themselves stored at fixed addresses. The globals of this
 ;;    module are immutable constants, exported so that JavaScript never keeps a second copy.
-;;  * No active data segments (each instantiation would copy them over live state again). The one
-;;    passive segment (the expf/logf tables) is copied in by `init`, which only the driver calls;
-;;    the other tables (permutations, int8 codebooks) are computed at load time.
+;;  * No data segments at all: every table is computed here, never copied in. expf's table of 2^(j/32)
+;;    is made by `init` (which only the driver calls, before anything else); the other tables
+;;    (permutations, int8 codebooks) are computed at load time.
 ;;  * Every memory.atomic.wait32 sits in its own tiny function ($wait32): Node 20's baseline compiler
 ;;    (Liftoff) loses register-held locals across an inline wait (docs/engine.md, toolchain notes).
 ;;  * Nothing traps on bad input: the loader validates the archive first and returns an ERR_* code with
@@ -154,28 +154,9 @@
   (global $S_RNG  (export "ADDR_S_RNG")  i32 (i32.const 2456)) ;; u64 generator state (splitmix64)
   (global $EXPECT i32 (i32.const 2560)) ;; expected record: +0 dtype, +4 ndim, +8 shape[4] (u64 each)
   (global $QTMP   i32 (i32.const 2688)) ;; 64 bytes: one quantised block in column order (driver only)
-  (global $MATHTAB (export "ADDR_MATHTAB") i32 (i32.const 2816)) ;; 512 bytes: tables of expf and logf
+  (global $MATHTAB (export "ADDR_MATHTAB") i32 (i32.const 2816)) ;; 256 bytes: f64 T[j] ~ 2^(j/32) of expf, made by init
   (global $HEAP_BASE (export "HEAP_BASE") i32 (i32.const 65536))
 
-  ;; The tables of the f32 exp and log (512 bytes), copied to ADDR_MATHTAB by init:
-  ;;  exp: 32 u64, bits of 2^(i/32) minus i << 47;  log: 16 (1/c, ln c) f64 pairs.
-  (data $mathtab
-    "\00\00\00\00\00\00\f0\3f\74\85\15\d3\b0\d9\ef\3f\0f\89\f9\6c\58\b5\ef\3f\51\5b\12\d0\01\93\ef\3f"
-    "\7b\51\7d\3c\b8\72\ef\3f\aa\b9\68\31\87\54\ef\3f\38\62\75\6e\7a\38\ef\3f\e1\de\1f\f5\9d\1e\ef\3f"
-    "\15\b7\31\0a\fe\06\ef\3f\cb\a9\3a\37\a7\f1\ee\3f\22\34\12\4c\a6\de\ee\3f\2d\89\61\60\08\ce\ee\3f"
-    "\27\2a\36\d5\da\bf\ee\3f\82\4f\9d\56\2b\b4\ee\3f\29\54\48\dd\07\ab\ee\3f\85\55\3a\b0\7e\a4\ee\3f"
-    "\cd\3b\7f\66\9e\a0\ee\3f\74\5f\ec\e8\75\9f\ee\3f\87\01\eb\73\14\a1\ee\3f\13\ce\4c\99\89\a5\ee\3f"
-    "\db\a0\2a\42\e5\ac\ee\3f\e5\c5\cd\b0\37\b7\ee\3f\90\f0\a3\82\91\c4\ee\3f\5d\25\3e\b2\03\d5\ee\3f"
-    "\ad\d3\5a\99\9f\e8\ee\3f\47\5e\fb\f2\76\ff\ee\3f\9c\52\85\dd\9b\19\ef\3f\69\90\ef\dc\20\37\ef\3f"
-    "\87\a4\fb\dc\18\58\ef\3f\5f\9b\7b\33\97\7c\ef\3f\da\90\a4\a2\af\a4\ef\3f\40\45\6e\5b\76\d0\ef\3f"
-    "\be\f3\f8\79\ec\61\f6\3f\de\aa\8c\80\f7\7b\d5\bf\3d\88\af\4a\ed\71\f5\3f\db\6d\c0\a7\f0\be\d2\bf"
-    "\b0\10\f0\f0\39\95\f4\3f\67\3a\51\7f\ae\1e\d0\bf\85\03\b8\b0\95\c9\f3\3f\e9\24\82\a6\d8\31\cb\bf"
-    "\a5\64\88\0c\19\0d\f3\3f\58\77\c0\0a\4f\57\c6\bf\a0\8e\0b\7b\22\5e\f2\3f\00\81\9c\c7\2b\aa\c1\bf"
-    "\3f\34\1a\4a\4a\bb\f1\3f\5e\0e\8c\ce\76\4e\ba\bf\ba\e5\8a\f0\58\23\f1\3f\cc\1c\61\5a\3c\97\b1\bf"
-    "\a7\00\99\41\3f\95\f0\3f\1e\0c\e1\38\f4\52\a2\bf\00\00\00\00\00\00\f0\3f\00\00\00\00\00\00\00\00"
-    "\ac\47\9a\fd\8c\60\ee\3f\84\59\f2\5d\aa\a5\aa\3f\a0\6a\02\1f\b3\a4\ec\3f\b4\2e\36\aa\53\5e\bc\3f"
-    "\e6\fc\6a\57\36\20\eb\3f\08\db\20\77\e5\26\c5\3f\2d\aa\a1\63\d1\c2\e9\3f\70\47\22\0d\86\c2\cb\3f"
-    "\ed\41\78\03\e6\86\e8\3f\e1\7e\a0\c8\8b\05\d1\3f\62\48\53\f5\dc\67\e7\3f\09\ee\b6\57\30\04\d4\3f")
 
 
   ;; Descriptor of record i at RECS + 48 i:
@@ -247,7 +228,7 @@
     (memory.fill (local.get $p) (i32.const 0) (local.get $n)))
 
   ;; ------------------------------------------------------------------------------------------
-  ;; Math: the engine's own exp, log, sin, cos (f64 series), their f32 forms, fp16
+  ;; Math: the transcendentals of docs/numerics.md (f64 exp, log, sin, cos; f32 exp, log), fp16
   ;; ------------------------------------------------------------------------------------------
 
   ;; e^x in f64: x = k ln2 + r, |r| <= ln2/2, Taylor series on r, 2^k from the exponent bits.
@@ -346,10 +327,11 @@
     (local.get $s))
 
   ;; sin (which = 0) or cos (which = 1) of x: Cody-Waite reduction by pi/2 in three parts, then the
-  ;; kernel chosen by the quadrant. Exact reduction for |x| < 2^20 (RoPE angles are far below).
+  ;; kernel chosen by the quadrant. Domain |x| < 2^30 (NaN beyond); the reduction is exact for
+  ;; |x| < 2^20, and RoPE angles are below max_seq_len.
   (func $trig (param $x f64) (param $which i32) (result f64)
     (local $k f64) (local $r f64) (local $q i32)
-    (if (f64.ne (f64.sub (local.get $x) (local.get $x)) (f64.const 0)) (then (return (f64.const nan))))
+    (if (i32.eqz (f64.lt (f64.abs (local.get $x)) (f64.const 0x1p30))) (then (return (f64.const nan))))
     (local.set $k (f64.nearest (f64.mul (local.get $x) (f64.const 0.6366197723675814))))
     (local.set $r (f64.sub (f64.sub (f64.sub (local.get $x)
         (f64.mul (local.get $k) (f64.const 0x1.921fb54400000p0)))
@@ -365,67 +347,78 @@
   (func $sin64 (export "sin64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 0)))
   (func $cos64 (export "cos64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 1)))
 
-  ;; f32 exp and log. The reference calls the C library's expf and logf, whose results are within
-  ;; 0.502 ulp but not always correctly rounded; a result one ulp away can round an int8 activation
-  ;; differently downstream. So these follow the same published algorithm (table of 2^(i/32), cubic
-  ;; in double; table of 16 (1/c, ln c), quadratic in double) with the same tables (ADDR_MATHTAB),
-  ;; and agree with it bit for bit (docs/engine.md, "Transcendentals").
+  ;; f32 exp and log, exactly as docs/numerics.md ("Transcendentals") defines them and as host/mathf.cpp
+  ;; computes them: every f64 operation below, in this order, so that the two agree bit for bit. No
+  ;; step may be fused or reordered (wasm has no implicit FMA).
 
-  ;; Copies the math tables to ADDR_MATHTAB; the driver calls it once before anything else.
+  ;; Makes expf's table at ADDR_MATHTAB: T[j] = product of R_b over the set bits b of j (from b = 0 up),
+  ;; R_4 = sqrt 2, R_b = sqrt R_(b+1), so R_b = 2^(2^b/32). The driver calls it once before anything else.
   (func $init (export "init")
-    (memory.init $mathtab (global.get $MATHTAB) (i32.const 0) (i32.const 512)))
+    (local $r0 f64) (local $r1 f64) (local $r2 f64) (local $r3 f64) (local $r4 f64) (local $j i32) (local $t f64)
+    (local.set $r4 (f64.sqrt (f64.const 2)))
+    (local.set $r3 (f64.sqrt (local.get $r4)))
+    (local.set $r2 (f64.sqrt (local.get $r3)))
+    (local.set $r1 (f64.sqrt (local.get $r2)))
+    (local.set $r0 (f64.sqrt (local.get $r1)))
+    (loop $l
+      (local.set $t (f64.const 1))
+      (if (i32.and (local.get $j) (i32.const 1)) (then (local.set $t (f64.mul (local.get $t) (local.get $r0)))))
+      (if (i32.and (local.get $j) (i32.const 2)) (then (local.set $t (f64.mul (local.get $t) (local.get $r1)))))
+      (if (i32.and (local.get $j) (i32.const 4)) (then (local.set $t (f64.mul (local.get $t) (local.get $r2)))))
+      (if (i32.and (local.get $j) (i32.const 8)) (then (local.set $t (f64.mul (local.get $t) (local.get $r3)))))
+      (if (i32.and (local.get $j) (i32.const 16)) (then (local.set $t (f64.mul (local.get $t) (local.get $r4)))))
+      (f64.store (i32.add (global.get $MATHTAB) (i32.shl (local.get $j) (i32.const 3))) (local.get $t))
+      (br_if $l (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (i32.const 32)))))
 
-  ;; e^x in f32: x N/ln2 = k + r, 2^(k/N) from the table, 2^(r/N) by a cubic, all in double.
+  ;; e^x in f32: x 32/ln2 = 32k + j + r (|r| <= 1/2), e^x = 2^k T[j] p(r), p the quartic Taylor
+  ;; polynomial of 2^(r/32), all in f64, rounded to f32 once. Within 0.5001 ulp.
   (func $expf (export "expf") (param $x f32) (result f32)
-    (local $xd f64) (local $top i32) (local $z f64) (local $kd f64) (local $ki i64) (local $r f64)
-    (local $s f64) (local $y f64)
-    (local.set $top (i32.and (i32.shr_u (i32.reinterpret_f32 (local.get $x)) (i32.const 20)) (i32.const 0x7ff)))
-    (if (i32.ge_u (local.get $top) (i32.const 0x42b))  ;; |x| >= 88 or NaN
+    (local $z f64) (local $kd f64) (local $r f64) (local $n i32) (local $p f64)
+    (if (i32.eqz (f32.le (f32.abs (local.get $x)) (f32.const 104)))  ;; NaN, or past the f32 range
       (then
-        (if (i32.eq (i32.reinterpret_f32 (local.get $x)) (i32.const 0xff800000)) (then (return (f32.const 0))))
-        (if (i32.ge_u (local.get $top) (i32.const 0x7f8)) (then (return (f32.add (local.get $x) (local.get $x)))))
-        (if (f32.gt (local.get $x) (f32.const 0x1.62e42ep6)) (then (return (f32.const inf))))
-        (if (f32.lt (local.get $x) (f32.const -0x1.9fe368p6)) (then (return (f32.const 0))))))
-    (local.set $xd (f64.promote_f32 (local.get $x)))
-    (local.set $z (f64.mul (f64.const 0x1.71547652b82fep+5) (local.get $xd)))
-    (local.set $kd (f64.add (local.get $z) (f64.const 0x1.8p52)))
-    (local.set $ki (i64.reinterpret_f64 (local.get $kd)))
-    (local.set $kd (f64.sub (local.get $kd) (f64.const 0x1.8p52)))
-    (local.set $r (f64.sub (local.get $z) (local.get $kd)))
-    (local.set $s (f64.reinterpret_i64 (i64.add
-      (i64.load (i32.add (global.get $MATHTAB) (i32.shl (i32.and (i32.wrap_i64 (local.get $ki)) (i32.const 31)) (i32.const 3))))
-      (i64.shl (local.get $ki) (i64.const 47)))))
-    (local.set $z (f64.add (f64.mul (f64.const 0x1.c6af84b912394p-20) (local.get $r)) (f64.const 0x1.ebfce50fac4f3p-13)))
-    (local.set $y (f64.add (f64.mul (f64.const 0x1.62e42ff0c52d6p-6) (local.get $r)) (f64.const 1)))
-    (local.set $y (f64.add (f64.mul (local.get $z) (f64.mul (local.get $r) (local.get $r))) (local.get $y)))
-    (f32.demote_f64 (f64.mul (local.get $y) (local.get $s))))
+        (if (f32.ne (local.get $x) (local.get $x)) (then (return (local.get $x))))
+        (return (select (f32.const inf) (f32.const 0) (f32.gt (local.get $x) (f32.const 0))))))
+    (local.set $z (f64.mul (f64.promote_f32 (local.get $x)) (f64.const 0x1.71547652b82fep+5)))  ;; 32/ln2
+    (local.set $kd (f64.nearest (local.get $z)))
+    (local.set $r (f64.sub (local.get $z) (local.get $kd)))  ;; exact
+    (local.set $n (i32.trunc_f64_s (local.get $kd)))
+    (local.set $p (f64.const 0x1.3b2ab6fba4e77p-27))  ;; (ln2/32)^i / i!, i = 4..1
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.c6b08d704a0c0p-20)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.ebfbdff82c58fp-13)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.62e42fefa39efp-6)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 1)))
+    ;; 2^k T[j]: k added to T[j]'s exponent bits (exact, the same number as T[j] x 2^k)
+    (f32.demote_f64 (f64.mul (local.get $p) (f64.reinterpret_i64 (i64.add
+      (i64.load (i32.add (global.get $MATHTAB) (i32.shl (i32.and (local.get $n) (i32.const 31)) (i32.const 3))))
+      (i64.shl (i64.extend_i32_s (i32.shr_s (local.get $n) (i32.const 5))) (i64.const 52)))))))
 
-  ;; ln x in f32: x = 2^k z, z near a table point c: ln(z/c) by a quadratic, + ln c + k ln 2.
+  ;; ln x in f32: x = 2^e m exactly in f64, m in (sqrt(1/2), sqrt 2], ln m = 2 atanh(s) with
+  ;; s = (m-1)/(m+1) by its odd series to s^13, e ln2 + ln m in f64, rounded to f32 once. Within 0.5 ulp.
   (func $logf (export "logf") (param $x f32) (result f32)
-    (local $ix i32) (local $tmp i32) (local $i i32) (local $k i32) (local $t i32) (local $r f64)
-    (local $r2 f64) (local $y f64) (local $y0 f64)
-    (local.set $ix (i32.reinterpret_f32 (local.get $x)))
-    (if (i32.eq (local.get $ix) (i32.const 0x3f800000)) (then (return (f32.const 0))))
-    (if (i32.ge_u (i32.sub (local.get $ix) (i32.const 0x00800000)) (i32.const 0x7f000000))
+    (local $bits i64) (local $e i32) (local $m f64) (local $s f64) (local $t f64) (local $p f64)
+    (if (i32.eqz (i32.and (f32.gt (local.get $x) (f32.const 0)) (f32.lt (local.get $x) (f32.const inf))))
       (then
-        (if (i32.eqz (i32.shl (local.get $ix) (i32.const 1))) (then (return (f32.const -inf))))
-        (if (i32.eq (local.get $ix) (i32.const 0x7f800000)) (then (return (local.get $x))))
-        (if (i32.or (i32.shr_u (local.get $ix) (i32.const 31)) (i32.ge_u (i32.shl (local.get $ix) (i32.const 1)) (i32.const 0xff000000)))
-          (then (return (f32.const nan))))
-        ;; subnormal: normalise
-        (local.set $ix (i32.sub (i32.reinterpret_f32 (f32.mul (local.get $x) (f32.const 0x1p23))) (i32.const 0x0b800000)))))
-    (local.set $tmp (i32.sub (local.get $ix) (i32.const 0x3f330000)))
-    (local.set $i (i32.and (i32.shr_u (local.get $tmp) (i32.const 19)) (i32.const 15)))
-    (local.set $k (i32.shr_s (local.get $tmp) (i32.const 23)))
-    (local.set $t (i32.add (i32.add (global.get $MATHTAB) (i32.const 256)) (i32.shl (local.get $i) (i32.const 4))))
-    (local.set $r (f64.sub (f64.mul (f64.promote_f32 (f32.reinterpret_i32 (i32.sub (local.get $ix) (i32.and (local.get $tmp) (i32.const 0xff800000)))))
-                                    (f64.load (local.get $t)))
-                           (f64.const 1)))
-    (local.set $y0 (f64.add (f64.load offset=8 (local.get $t)) (f64.mul (f64.convert_i32_s (local.get $k)) (f64.const 0x1.62e42fefa39efp-1))))
-    (local.set $r2 (f64.mul (local.get $r) (local.get $r)))
-    (local.set $y (f64.add (f64.mul (f64.const 0x1.5575b0be00b6ap-2) (local.get $r)) (f64.const -0x1.ffffef20a4123p-2)))
-    (local.set $y (f64.add (f64.mul (f64.const -0x1.00ea348b88334p-2) (local.get $r2)) (local.get $y)))
-    (f32.demote_f64 (f64.add (f64.mul (local.get $y) (local.get $r2)) (f64.add (local.get $y0) (local.get $r)))))
+        (if (f32.eq (local.get $x) (f32.const 0)) (then (return (f32.const -inf))))
+        (if (f32.gt (local.get $x) (f32.const 0)) (then (return (local.get $x))))  ;; +inf
+        (return (f32.const nan))))  ;; negative or NaN
+    (local.set $bits (i64.reinterpret_f64 (f64.promote_f32 (local.get $x))))  ;; an f32 subnormal is a normal f64
+    (local.set $e (i32.sub (i32.wrap_i64 (i64.shr_u (local.get $bits) (i64.const 52))) (i32.const 1023)))
+    (local.set $m (f64.reinterpret_i64 (i64.or (i64.and (local.get $bits) (i64.const 0x000fffffffffffff))
+                                               (i64.const 0x3ff0000000000000))))
+    (if (f64.gt (local.get $m) (f64.const 0x1.6a09e667f3bcdp+0))
+      (then (local.set $m (f64.mul (local.get $m) (f64.const 0.5)))
+            (local.set $e (i32.add (local.get $e) (i32.const 1)))))
+    (local.set $s (f64.div (f64.sub (local.get $m) (f64.const 1)) (f64.add (local.get $m) (f64.const 1))))
+    (local.set $t (f64.mul (local.get $s) (local.get $s)))
+    (local.set $p (f64.const 0x1.3b13b13b13b14p-3))  ;; 2/(2i+1), i = 6..1, then 2
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $t)) (f64.const 0x1.745d1745d1746p-3)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $t)) (f64.const 0x1.c71c71c71c71cp-3)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $t)) (f64.const 0x1.2492492492492p-2)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $t)) (f64.const 0x1.999999999999ap-2)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $t)) (f64.const 0x1.5555555555555p-1)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $t)) (f64.const 2)))
+    (f32.demote_f64 (f64.add (f64.mul (f64.convert_i32_s (local.get $e)) (f64.const 0x1.62e42fefa39efp-1))
+                             (f64.mul (local.get $s) (local.get $p)))))
 
   ;; logistic sigmoid 1 / (1 + e^-x), f32 as the reference computes it
   (func $sigmoid (param $x f32) (result f32)

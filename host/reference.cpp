@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cq.hpp"
+#include "mathf.hpp"
 
 namespace needle {
 
@@ -31,7 +32,7 @@ constexpr uint32_t kHashPrime = 0x01000193u;
 constexpr uint32_t kHashShift = 15;
 constexpr uint32_t kKvBlock = 32;          // int8 KV: one f32 scale per 32 values
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float sigmoid(float x) { return 1.0f / (1.0f + expf32(-x)); }
 float silu(float x) { return x * sigmoid(x); }
 
 // 1 / sqrt(mean(x^2) + eps): the factor of rmsunit and ZCRMS (f32 sum in index order).
@@ -59,8 +60,8 @@ float logSumExp(const float* x, uint32_t n, uint32_t stride) {
   float mx = x[0];
   for (uint32_t i = 1; i < n; ++i) mx = std::max(mx, x[i * stride]);
   float sum = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) sum += std::exp(x[i * stride] - mx);
-  return mx + std::log(sum);
+  for (uint32_t i = 0; i < n; ++i) sum += expf32(x[i * stride] - mx);
+  return mx + logf32(sum);
 }
 
 std::string str(uint64_t v) { return std::to_string(v); }
@@ -293,11 +294,13 @@ Reference::Reference(const Model& model, ReferenceOptions options)
   s.history.assign(g.max_seq_len, 0);
   s.lanes.assign(static_cast<size_t>(lanes) * d, 0.0f);
 
-  // RoPE frequencies: freq_m = 1 / theta^(2m / head_dim), computed in f64 and rounded to f32.
+  // RoPE frequencies: freq_m = 1 / theta^(2m / head_dim) = 1 / e^(ln theta x 2m / head_dim), in f64
+  // with the transcendentals of numerics.md, rounded to f32.
   s.ropeFreq.resize(hd / 2);
+  const double lnTheta = log64(static_cast<double>(g.rope_theta));
   for (uint32_t m = 0; m < hd / 2; ++m)
     s.ropeFreq[m] = static_cast<float>(
-        1.0 / std::pow(static_cast<double>(g.rope_theta), 2.0 * m / static_cast<double>(hd)));
+        1.0 / exp64(lnTheta * ((2.0 * static_cast<double>(m)) / static_cast<double>(hd))));
   s.sqrtD = std::sqrt(static_cast<float>(d));
 
   s.ropeCos.resize(hd / 2);
@@ -481,7 +484,7 @@ void Reference::layer(uint32_t i) {
   for (uint32_t rc = 0; rc < ll; ++rc) s.route[rc] = mhc.a_res[i] * s.route[rc] + mhc.b_res[i * ll + rc];
   // f. Sinkhorn in the log domain, then P = exp(M).
   sinkhornLog(s.route.data(), lanes, kSinkhornIterations);
-  for (float& m : s.route) m = std::exp(m);
+  for (float& m : s.route) m = expf32(m);
 
   // c. u = sum_k hpre_k X_k (the weights are not normalised).
   std::fill(s.u.begin(), s.u.end(), 0.0f);
@@ -546,8 +549,8 @@ void Reference::attention(uint32_t i) {
   const float angleP = static_cast<float>(p);
   for (uint32_t m = 0; m < half; ++m) {
     const float angle = angleP * s.ropeFreq[m];  // f32, as numerics.md fixes it
-    s.ropeCos[m] = static_cast<float>(std::cos(static_cast<double>(angle)));
-    s.ropeSin[m] = static_cast<float>(std::sin(static_cast<double>(angle)));
+    s.ropeCos[m] = static_cast<float>(cos64(static_cast<double>(angle)));
+    s.ropeSin[m] = static_cast<float>(sin64(static_cast<double>(angle)));
   }
   auto normAndRotate = [&](float* x, const std::vector<float>& scale) {
     zcrms(x, scale.data(), hd, x);
@@ -606,7 +609,7 @@ void Reference::attention(uint32_t i) {
     }
     float sum = 0.0f;
     for (uint32_t t = 0; t < count; ++t) {
-      s.scores[t] = std::exp(s.scores[t] - mx);
+      s.scores[t] = expf32(s.scores[t] - mx);
       sum += s.scores[t];
     }
     for (uint32_t t = 0; t < count; ++t) s.scores[t] /= sum;
