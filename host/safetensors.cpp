@@ -22,6 +22,7 @@
 #include "bytes.hpp"
 #include "fp16.hpp"
 #include "writer.hpp"
+#include "utf8.hpp"
 
 namespace needle {
 
@@ -193,24 +194,6 @@ class JsonParser {
       else fail("bad hex digit in a \\u escape");
     }
     return value;
-  }
-
-  static void appendUtf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
   }
 
   // Length of the well-formed UTF-8 sequence at pos_ (no overlongs, surrogates or values past

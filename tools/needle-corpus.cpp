@@ -21,6 +21,7 @@
 
 #include "bytes.hpp"
 #include "cli.hpp"
+#include "utf8.hpp"
 
 namespace {
 
@@ -70,24 +71,6 @@ class Zipf {
   std::vector<double> cumulative_;
 };
 
-// Appends code point cp as UTF-8.
-void appendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // The code points of a valid UTF-8 string (the generator's own literals only).
 std::vector<uint32_t> codePoints(const std::string& s) {
@@ -108,7 +91,7 @@ std::vector<std::string> characters(const std::string& s) {
   std::vector<std::string> out;
   for (uint32_t cp : codePoints(s)) {
     std::string c;
-    appendUtf8(c, cp);
+    needle::appendUtf8(c, cp);
     out.push_back(c);
   }
   return out;
