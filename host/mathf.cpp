@@ -4,7 +4,7 @@
 #include "mathf.hpp"
 
 #include <array>
-#include <bit>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,9 +15,21 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// The bits of a double and back (memcpy: std::bit_cast is missing from Emscripten 3.1.6's libc++).
+uint64_t bitsOf(double x) {
+  uint64_t u;
+  std::memcpy(&u, &x, 8);
+  return u;
+}
+double fromBits(uint64_t u) {
+  double x;
+  std::memcpy(&x, &u, 8);
+  return x;
+}
+
 // 2^n for a normal exponent n (-1022 <= n <= 1023), from the exponent bits.
 double pow2(int32_t n) {
-  return std::bit_cast<double>(static_cast<uint64_t>(static_cast<int64_t>(n) + 1023) << 52);
+  return fromBits(static_cast<uint64_t>(static_cast<int64_t>(n) + 1023) << 52);
 }
 
 // T[j] ~ 2^(j/32), j = 0..31: R_b = 2^(2^b / 32) by repeated square roots of 2 (R_4 = sqrt 2,
@@ -99,9 +111,9 @@ float logf32(float x) {
     return std::numeric_limits<float>::quiet_NaN();  // negative or NaN
   }
   // x = 2^e m exactly in f64 (an f32 subnormal is a normal f64), m in (sqrt(1/2), sqrt 2].
-  const uint64_t bits = std::bit_cast<uint64_t>(static_cast<double>(x));
+  const uint64_t bits = bitsOf(static_cast<double>(x));
   int32_t e = static_cast<int32_t>(bits >> 52) - 1023;
-  double m = std::bit_cast<double>((bits & 0x000fffffffffffffu) | 0x3ff0000000000000u);
+  double m = fromBits((bits & 0x000fffffffffffffu) | 0x3ff0000000000000u);
   if (m > 0x1.6a09e667f3bcdp+0) {
     m = m * 0.5;
     e = e + 1;
@@ -143,9 +155,9 @@ double log64(double x) {
     x = x * 0x1p54;
     e = -54;
   }
-  const uint64_t bits = std::bit_cast<uint64_t>(x);
+  const uint64_t bits = bitsOf(x);
   e = e + (static_cast<int32_t>(bits >> 52) - 1023);
-  double m = std::bit_cast<double>((bits & 0x000fffffffffffffu) | 0x3ff0000000000000u);
+  double m = fromBits((bits & 0x000fffffffffffffu) | 0x3ff0000000000000u);
   if (m > 0x1.6a09e667f3bcdp+0) {
     m = m * 0.5;
     e = e + 1;
