@@ -4,6 +4,7 @@
 //
 //   node site/server.mjs [--port 8080] [--build build]
 
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -45,11 +46,26 @@ export function resolveFile(urlPath, buildDir) {
   return file.startsWith(path.resolve(base) + path.sep) ? file : null;
 }
 
+// Whether the page can open an archive: needle-info (the C++ reader, so one definition of the format)
+// must accept it and find a tokenizer, which the page needs to read requests. Without the tool
+// (not built yet) every archive is offered and the engine itself judges it on Open.
+function openable(file, buildDir) {
+  const tool = path.join(buildDir, 'bin', 'needle-info');
+  if (!fs.existsSync(tool)) return true;
+  try {
+    const info = JSON.parse(execFileSync(tool, ['--json', file], { stdio: ['ignore', 'pipe', 'ignore'] }));
+    return info.tokenizer != null;
+  } catch {
+    return false;
+  }
+}
+
 // The archives the page can open: [{name, url, bytes}], largest (the real geometry) first.
-export function listModels(modelsDir) {
+export function listModels(buildDir) {
+  const modelsDir = path.join(buildDir, 'models');
   let names = [];
   try {
-    names = fs.readdirSync(modelsDir).filter((n) => n.endsWith('.cact'));
+    names = fs.readdirSync(modelsDir).filter((n) => n.endsWith('.cact') && openable(path.join(modelsDir, n), buildDir));
   } catch {
     return [];
   }
@@ -71,7 +87,7 @@ export function startServer({ port = 8080, host = '127.0.0.1', buildDir = path.j
       return;
     }
     if (req.url.split('?')[0] === '/models/index.json') {
-      const body = JSON.stringify(listModels(path.join(buildDir, 'models')));
+      const body = JSON.stringify(listModels(buildDir));
       res.writeHead(200, { ...headers, 'Content-Type': TYPES['.json'] }).end(body);
       return;
     }
