@@ -89,6 +89,7 @@
   (global $P_KS     i32 (i32.const 1188)) ;; -> f32 key scales, transposed: [layer][kv head][hd/32][slot]
   (global $P_VS     i32 (i32.const 1192)) ;; -> f32 value scales [layer][kv head][slot][hd/32]
   (global $P_SCORES i32 (i32.const 1196)) ;; -> [H][2][kv slots + 8]: scores by slot, then by key
+  (global $P_F16    i32 (i32.const 1200)) ;; -> 65536 f32: every fp16 value widened (the kernels' group norms)
   (global $P_EE     i32 (i32.const 1204)) ;; -> [site][tables x sub_dim] engram e_p
   (global $P_EK     i32 (i32.const 1208)) ;; -> [site][d] k_p
   (global $P_EV     i32 (i32.const 1212)) ;; -> [site][d] tapped v'_p
@@ -1228,12 +1229,24 @@
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $LOGITS) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_SORT) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_PROB) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_F16) (i32.const 262144)) (i32.const 0))))
     (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
+    (call $f16_table)
     (f32.store (global.get $SQRTD) (f32.sqrt (f32.convert_i32_u (call $g (global.get $G_D)))))
     (call $rope_freqs)
     (i32.store (global.get $KV_CAP) (i32.const 0))
     (i32.store (global.get $STATE_OK) (i32.const 1))
     (i32.const 0))
+
+  ;; The table at P_F16: entry h = $f16(h), so that the four-block kernels widen a group norm with
+  ;; one load instead of a dozen operations and a branch (256 KB; the norms of one matrix touch a few
+  ;; cache lines of it). Stored as bits, so NaN payloads stay exactly what $f16 makes.
+  (func $f16_table
+    (local $h i32) (local $t i32)
+    (local.set $t (i32.load (global.get $P_F16)))
+    (loop $each
+      (i32.store (i32.add (local.get $t) (i32.shl (local.get $h) (i32.const 2))) (i32.reinterpret_f32 (call $f16 (local.get $h))))
+      (br_if $each (i32.lt_u (local.tee $h (i32.add (local.get $h) (i32.const 1))) (i32.const 65536)))))
 
   ;; freq_m = f32(1 / theta^(2m / head_dim)) in f64 (docs/numerics.md).
   (func $rope_freqs
@@ -1411,12 +1424,22 @@
       (local.set $hi (call $q8x4 (v128.load offset=16 (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv)))
       (v128.store (i32.add (global.get $QTMP) (i32.shl (local.get $k) (i32.const 1))) (i16x8.narrow_i32x4_s (local.get $lo) (local.get $hi)))
       (br_if $eights (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 8))) (i32.const 32))))
-    (local.set $k (i32.const 0))
-    (loop $permute
-      (i32.store16 (i32.add (local.get $dst) (i32.shl (local.get $k) (i32.const 1)))
-        (i32.load16_u (i32.add (global.get $QTMP) (i32.shl (i32.load8_u (i32.add (local.get $perm) (local.get $k))) (i32.const 1)))))
-      (br_if $permute (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 32))))
+    ;; permute as bytes (|q| <= 127, so narrowing to i8 is exact), then widen back to i16
+    (local.set $lo (i8x16.narrow_i16x8_s (v128.load (global.get $QTMP)) (v128.load offset=16 (global.get $QTMP))))
+    (local.set $hi (i8x16.narrow_i16x8_s (v128.load offset=32 (global.get $QTMP)) (v128.load offset=48 (global.get $QTMP))))
+    (local.set $m (call $pick32 (local.get $lo) (local.get $hi) (v128.load (local.get $perm))))
+    (v128.store (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $m)))
+    (v128.store offset=16 (local.get $dst) (i16x8.extend_high_i8x16_s (local.get $m)))
+    (local.set $m (call $pick32 (local.get $lo) (local.get $hi) (v128.load offset=16 (local.get $perm))))
+    (v128.store offset=32 (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $m)))
+    (v128.store offset=48 (local.get $dst) (i16x8.extend_high_i8x16_s (local.get $m)))
     (f32.store (local.get $sp) (f32.div (local.get $amax) (f32.const 127))))
+
+  ;; Byte k of the result = byte idx[k] of the 32 bytes a ++ b (idx < 32): a swizzle gives 0 for an
+  ;; index of 16 or more (idx - 16 wraps to 240 and up for the first half), so one of the two is 0.
+  (func $pick32 (param $a v128) (param $b v128) (param $idx v128) (result v128)
+    (v128.or (i8x16.swizzle (local.get $a) (local.get $idx))
+             (i8x16.swizzle (local.get $b) (i8x16.sub (local.get $idx) (i8x16.splat (i32.const 16))))))
 
   ;; The int8 rule of quantizeBlockInt8 in four lanes: clamp(trunc_sat(nearest(x inv)), -127, 127).
   (func $q8x4 (param $x v128) (param $inv v128) (result v128)
@@ -1544,64 +1567,72 @@
 
   ;; 2-bit and ternary, groups of 128k: 32 bytes = four blocks per round. `mask` = quads per group - 1.
   ;; (Written out in full: this loop is most of the work of a step, and calls are not inlined.)
+  ;; Cheap expansion: a nibble holds crumbs t and t + 1, so two 16-entry tables (t0[n] = level of
+  ;; n & 3, t1[n] = level of n >> 2) turn the low and high nibbles into the four crumb levels with
+  ;; one 16-bit shift (no 8-bit shift: wasm has none, V8 emulates it with a shift and a mask). The
+  ;; levels are widened by interleaving with zero (level x 256 per i16 lane, one unpack each); the
+  ;; block dots are then exactly 256 x the true ones (|sum| < 2^28), shifted back before conversion.
   (func $row2q (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
     (local $xq i32) (local $xs i32) (local $q i32) (local $w v128) (local $l0 v128) (local $l1 v128) (local $l2 v128)
     (local $l3 v128) (local $da v128) (local $db v128) (local $dc v128) (local $dd v128) (local $v v128)
-    (local $gs f32) (local $acc f32) (local $h i32) (local $nf f32) (local $three v128) (local $e i32)
+    (local $gs f32) (local $acc f32) (local $f16t i32) (local $nf f32) (local $m15 v128) (local $e i32)
+    (local $t0 v128) (local $t1 v128) (local $z v128) (local $nl v128) (local $nh v128)
+    (local.set $f16t (i32.load (global.get $P_F16)))
     (local.set $xq (i32.load (global.get $P_PREPQ)))
     (local.set $xs (i32.load (global.get $P_PREPS)))
-    (local.set $three (i8x16.splat (i32.const 3)))
+    (local.set $m15 (i8x16.splat (i32.const 15)))
+    (local.set $t0 (i8x16.swizzle (local.get $tbl) (v128.const i8x16 0 1 2 3 0 1 2 3 0 1 2 3 0 1 2 3)))
+    (local.set $t1 (i8x16.swizzle (local.get $tbl) (v128.const i8x16 0 0 0 0 1 1 1 1 2 2 2 2 3 3 3 3)))
     (local.set $e (i32.add (local.get $p) (i32.shl (local.get $nb) (i32.const 3))))
     (loop $quads
       ;; blocks 0 and 1: bytes 0..15 (crumb t of byte j is column 4j + t)
       (local.set $w (v128.load (local.get $p)))
-      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
-      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
-      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
-      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (local.set $nl (v128.and (local.get $w) (local.get $m15)))
+      (local.set $nh (v128.and (i16x8.shr_u (local.get $w) (i32.const 4)) (local.get $m15)))
+      (local.set $l0 (i8x16.swizzle (local.get $t0) (local.get $nl)))
+      (local.set $l1 (i8x16.swizzle (local.get $t1) (local.get $nl)))
+      (local.set $l2 (i8x16.swizzle (local.get $t0) (local.get $nh)))
+      (local.set $l3 (i8x16.swizzle (local.get $t1) (local.get $nh)))
       (local.set $da (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l0)) (v128.load (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l1)) (v128.load offset=16 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l2)) (v128.load offset=32 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l3)) (v128.load offset=48 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l0)) (v128.load (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l1)) (v128.load offset=16 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l2)) (v128.load offset=32 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l3)) (v128.load offset=48 (local.get $xq))))))
       (local.set $db (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l0)) (v128.load offset=64 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l1)) (v128.load offset=80 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l2)) (v128.load offset=96 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l3)) (v128.load offset=112 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l0)) (v128.load offset=64 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l1)) (v128.load offset=80 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l2)) (v128.load offset=96 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l3)) (v128.load offset=112 (local.get $xq))))))
       ;; blocks 2 and 3: bytes 16..31
       (local.set $w (v128.load offset=16 (local.get $p)))
-      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
-      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
-      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
-      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (local.set $nl (v128.and (local.get $w) (local.get $m15)))
+      (local.set $nh (v128.and (i16x8.shr_u (local.get $w) (i32.const 4)) (local.get $m15)))
+      (local.set $l0 (i8x16.swizzle (local.get $t0) (local.get $nl)))
+      (local.set $l1 (i8x16.swizzle (local.get $t1) (local.get $nl)))
+      (local.set $l2 (i8x16.swizzle (local.get $t0) (local.get $nh)))
+      (local.set $l3 (i8x16.swizzle (local.get $t1) (local.get $nh)))
       (local.set $dc (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l0)) (v128.load offset=128 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l1)) (v128.load offset=144 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l2)) (v128.load offset=160 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l3)) (v128.load offset=176 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l0)) (v128.load offset=128 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l1)) (v128.load offset=144 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l2)) (v128.load offset=160 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $l3)) (v128.load offset=176 (local.get $xq))))))
       (local.set $dd (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l0)) (v128.load offset=192 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l1)) (v128.load offset=208 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l2)) (v128.load offset=224 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l3)) (v128.load offset=240 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l0)) (v128.load offset=192 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l1)) (v128.load offset=208 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l2)) (v128.load offset=224 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $l3)) (v128.load offset=240 (local.get $xq))))))
       ;; the four block sums (a transpose of lane sums, exact), x the block scales, added in order
       (local.set $da (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $da) (local.get $db))
                                 (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $da) (local.get $db))))
       (local.set $dc (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $dc) (local.get $dd))
                                 (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $dc) (local.get $dd))))
-      (local.set $v (f32x4.mul (v128.load (local.get $xs)) (f32x4.convert_i32x4_s (i32x4.add
+      (local.set $v (f32x4.mul (v128.load (local.get $xs)) (f32x4.convert_i32x4_s (i32x4.shr_s (i32x4.add
         (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $da) (local.get $dc))
-        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $da) (local.get $dc))))))
+        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $da) (local.get $dc))) (i32.const 8)))))
       (local.set $gs (f32.add (f32.add (f32.add (f32.add (local.get $gs) (f32x4.extract_lane 0 (local.get $v)))
         (f32x4.extract_lane 1 (local.get $v))) (f32x4.extract_lane 2 (local.get $v))) (f32x4.extract_lane 3 (local.get $v))))
-      ;; the group's fp16 norm: normal numbers inline (rebias the exponent), the rest by $f16
-      (local.set $h (i32.load16_u (local.get $np)))
-      (local.set $nf (if (result f32) (i32.and (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0))
-                                               (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0x7c00)))
-        (then (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
-                (i32.add (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)) (i32.const 0x38000000)))))
-        (else (call $f16 (local.get $h)))))
+      ;; the group's fp16 norm, widened by the table
+      (local.set $nf (f32.load (i32.add (local.get $f16t) (i32.shl (i32.load16_u (local.get $np)) (i32.const 2)))))
       (if (i32.eqz (i32.and (local.tee $q (i32.add (local.get $q) (i32.const 1))) (local.get $mask)))
         (then (local.set $acc (f32.add (local.get $acc) (f32.mul (local.get $nf) (local.get $gs))))
               (local.set $np (i32.add (local.get $np) (i32.const 2)))
@@ -1612,11 +1643,13 @@
     (local.get $acc))
 
   ;; 4-bit, groups of 128k: 64 bytes = four blocks per round (low nibble of byte j: column 2j,
-  ;; high nibble: 2j + 1). Written out in full like $row2q.
+  ;; high nibble: 2j + 1). Written out in full like $row2q, with its 16-bit shift and its widening
+  ;; by interleaving with zero (block dots x 256, shifted back).
   (func $row4q (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
     (local $xq i32) (local $xs i32) (local $q i32) (local $w v128) (local $lo v128) (local $hi v128)
     (local $da v128) (local $db v128) (local $dc v128) (local $dd v128) (local $v v128) (local $m15 v128)
-    (local $gs f32) (local $acc f32) (local $h i32) (local $nf f32) (local $e i32)
+    (local $gs f32) (local $acc f32) (local $f16t i32) (local $nf f32) (local $e i32) (local $z v128)
+    (local.set $f16t (i32.load (global.get $P_F16)))
     (local.set $xq (i32.load (global.get $P_PREPQ)))
     (local.set $xs (i32.load (global.get $P_PREPS)))
     (local.set $m15 (i8x16.splat (i32.const 15)))
@@ -1624,52 +1657,47 @@
     (loop $quads
       (local.set $w (v128.load (local.get $p)))
       (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
-      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (v128.and (i16x8.shr_u (local.get $w) (i32.const 4)) (local.get $m15))))
       (local.set $da (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=16 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=32 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=48 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $lo)) (v128.load (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $lo)) (v128.load offset=16 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $hi)) (v128.load offset=32 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $hi)) (v128.load offset=48 (local.get $xq))))))
       (local.set $w (v128.load offset=16 (local.get $p)))
       (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
-      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (v128.and (i16x8.shr_u (local.get $w) (i32.const 4)) (local.get $m15))))
       (local.set $db (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load offset=64 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=80 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=96 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=112 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $lo)) (v128.load offset=64 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $lo)) (v128.load offset=80 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $hi)) (v128.load offset=96 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $hi)) (v128.load offset=112 (local.get $xq))))))
       (local.set $w (v128.load offset=32 (local.get $p)))
       (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
-      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (v128.and (i16x8.shr_u (local.get $w) (i32.const 4)) (local.get $m15))))
       (local.set $dc (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load offset=128 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=144 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=160 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=176 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $lo)) (v128.load offset=128 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $lo)) (v128.load offset=144 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $hi)) (v128.load offset=160 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $hi)) (v128.load offset=176 (local.get $xq))))))
       (local.set $w (v128.load offset=48 (local.get $p)))
       (local.set $lo (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $m15))))
-      (local.set $hi (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+      (local.set $hi (i8x16.swizzle (local.get $tbl) (v128.and (i16x8.shr_u (local.get $w) (i32.const 4)) (local.get $m15))))
       (local.set $dd (i32x4.add
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lo)) (v128.load offset=192 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=208 (local.get $xq))))
-        (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=224 (local.get $xq)))
-                   (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=240 (local.get $xq))))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $lo)) (v128.load offset=192 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $lo)) (v128.load offset=208 (local.get $xq))))
+        (i32x4.add (i32x4.dot_i16x8_s (i8x16.shuffle 0 16 1 17 2 18 3 19 4 20 5 21 6 22 7 23 (local.get $z) (local.get $hi)) (v128.load offset=224 (local.get $xq)))
+                   (i32x4.dot_i16x8_s (i8x16.shuffle 8 24 9 25 10 26 11 27 12 28 13 29 14 30 15 31 (local.get $z) (local.get $hi)) (v128.load offset=240 (local.get $xq))))))
       (local.set $da (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $da) (local.get $db))
                                 (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $da) (local.get $db))))
       (local.set $dc (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $dc) (local.get $dd))
                                 (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $dc) (local.get $dd))))
-      (local.set $v (f32x4.mul (v128.load (local.get $xs)) (f32x4.convert_i32x4_s (i32x4.add
+      (local.set $v (f32x4.mul (v128.load (local.get $xs)) (f32x4.convert_i32x4_s (i32x4.shr_s (i32x4.add
         (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $da) (local.get $dc))
-        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $da) (local.get $dc))))))
+        (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $da) (local.get $dc))) (i32.const 8)))))
       (local.set $gs (f32.add (f32.add (f32.add (f32.add (local.get $gs) (f32x4.extract_lane 0 (local.get $v)))
         (f32x4.extract_lane 1 (local.get $v))) (f32x4.extract_lane 2 (local.get $v))) (f32x4.extract_lane 3 (local.get $v))))
-      ;; the group's fp16 norm: normal numbers inline (rebias the exponent), the rest by $f16
-      (local.set $h (i32.load16_u (local.get $np)))
-      (local.set $nf (if (result f32) (i32.and (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0))
-                                               (i32.ne (i32.and (local.get $h) (i32.const 0x7c00)) (i32.const 0x7c00)))
-        (then (f32.reinterpret_i32 (i32.or (i32.shl (i32.and (local.get $h) (i32.const 0x8000)) (i32.const 16))
-                (i32.add (i32.shl (i32.and (local.get $h) (i32.const 0x7fff)) (i32.const 13)) (i32.const 0x38000000)))))
-        (else (call $f16 (local.get $h)))))
+      ;; the group's fp16 norm, widened by the table
+      (local.set $nf (f32.load (i32.add (local.get $f16t) (i32.shl (i32.load16_u (local.get $np)) (i32.const 2)))))
       (if (i32.eqz (i32.and (local.tee $q (i32.add (local.get $q) (i32.const 1))) (local.get $mask)))
         (then (local.set $acc (f32.add (local.get $acc) (f32.mul (local.get $nf) (local.get $gs))))
               (local.set $np (i32.add (local.get $np) (i32.const 2)))
@@ -2217,7 +2245,7 @@
   (func $attend (param $j i32)
     (local $i i32) (local $hd i32) (local $KV i32) (local $q i32) (local $sp i32) (local $sc i32) (local $head i32)
     (local $count i32) (local $sinkEnd i32) (local $wb i32) (local $t i32) (local $row i32) (local $nb i32)
-    (local $mx f32) (local $s f32) (local $sum f32) (local $o i32) (local $slots i32)
+    (local $mx f32) (local $s f32) (local $sum f32) (local $o i32) (local $slots i32) (local $slot i32)
     (local.set $i (i32.load (global.get $ARGS)))
     (local.set $sinkEnd (i32.load offset=4 (global.get $ARGS)))
     (local.set $wb (i32.load offset=8 (global.get $ARGS)))
@@ -2242,7 +2270,8 @@
     ;; in key order: the maximum, then e^(s - max) and their sum, then the weighted values
     (local.set $mx (f32.const -inf))
     (loop $keys
-      (local.set $s (f32.load (i32.add (local.get $sp) (i32.shl (call $key_slot (local.get $t) (local.get $sinkEnd) (local.get $wb)) (i32.const 2)))))
+      (local.set $slot (call $next_key_slot (local.get $slot) (local.get $t) (local.get $sinkEnd) (local.get $wb)))
+      (local.set $s (f32.load (i32.add (local.get $sp) (i32.shl (local.get $slot) (i32.const 2)))))
       (f32.store (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))) (local.get $s))
       (if (f32.lt (local.get $mx) (local.get $s)) (then (local.set $mx (local.get $s))))
       (br_if $keys (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
@@ -2255,7 +2284,8 @@
     (call $zero (local.get $o) (i32.shl (local.get $hd) (i32.const 2)))
     (local.set $t (i32.const 0))
     (loop $vals
-      (local.set $row (i32.add (i32.mul (local.get $head) (local.get $slots)) (call $key_slot (local.get $t) (local.get $sinkEnd) (local.get $wb))))
+      (local.set $slot (call $next_key_slot (local.get $slot) (local.get $t) (local.get $sinkEnd) (local.get $wb)))
+      (local.set $row (i32.add (i32.mul (local.get $head) (local.get $slots)) (local.get $slot)))
       (call $vacc (local.get $o)
         (f32.div (f32.load (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2)))) (local.get $sum))
         (i32.add (i32.load (global.get $P_VQ)) (i32.mul (local.get $row) (local.get $hd)))
@@ -2266,6 +2296,19 @@
   (func $key_slot (param $t i32) (param $sinkEnd i32) (param $wb i32) (result i32)
     (if (result i32) (i32.lt_u (local.get $t) (local.get $sinkEnd)) (then (local.get $t))
       (else (call $phys_slot (i32.add (local.get $wb) (i32.sub (local.get $t) (local.get $sinkEnd)))))))
+
+  ;; Physical slot of attended key t, given that of key t - 1 (ignored for t <= sinkEnd). Without a
+  ;; division: the window's keys are consecutive positions, whose slots run up by one and wrap from
+  ;; sink + window back to sink (with no window, slot = position).
+  (func $next_key_slot (param $prev i32) (param $t i32) (param $sinkEnd i32) (param $wb i32) (result i32)
+    (local $s i32) (local $win i32)
+    (if (i32.le_u (local.get $t) (local.get $sinkEnd))
+      (then (return (call $key_slot (local.get $t) (local.get $sinkEnd) (local.get $wb)))))
+    (local.set $s (i32.add (local.get $prev) (i32.const 1)))
+    (local.set $win (call $g (global.get $G_KVWIN)))
+    (select (i32.load (global.get $SINK)) (local.get $s)
+      (i32.and (i32.ne (local.get $win) (i32.const 0))
+               (i32.eq (local.get $s) (i32.add (i32.load (global.get $SINK)) (local.get $win))))))
 
   ;; Scores of slots [from, to) of KV head `head` (layer x KV + kv head) for the query at q, to sp[slot]:
   ;; sum over blocks of kscale x (sum over the block of q_c k_c, c in order), / sqrt(hd). Eight slots
