@@ -32,22 +32,19 @@ const f32 = () => new Float32Array(memory.buffer);
 const field = (name) => u32()[ex[name].value >> 2];
 
 // The header fields the host needs, by name (offsets as in the archive header).
-const GEOMETRY_FIELDS = [
-  ['num_tensors', 4], ['codebook_len', 8], ['kv_window', 12], ['kv_bits', 16], ['vocab', 20],
-  ['d_model', 24], ['num_heads', 28], ['num_kv_heads', 32], ['num_layers', 36], ['head_dim', 40],
-  ['max_seq_len', 44], ['hada_n', 48], ['mhc_lanes', 52], ['engram_slots', 56], ['engram_sub_dim', 60],
-  ['num_engram_tables', 64], ['engram_conv_taps', 68], ['engram_conv_dilation', 72],
-  ['num_engram_orders', 76], ['num_engram_sites', 96],
-];
+// The header fields, each read at the address the module exports as GEO_<field>: the two engram
+// arrays are u32[4], rope_theta is f32, the rest u32 (engine.wat, the header table).
+const GEO_ARRAYS = new Set(['engram_orders', 'engram_sites']);
 
 function geometry() {
-  const base = ex.ADDR_GEO.value;
   const w = u32();
   const g = {};
-  for (const [name, off] of GEOMETRY_FIELDS) g[name] = w[(base + off) >> 2];
-  g.engram_orders = [0, 1, 2, 3].map((k) => w[(base + 80 + 4 * k) >> 2]);
-  g.engram_sites = [0, 1, 2, 3].map((k) => w[(base + 100 + 4 * k) >> 2]);
-  g.rope_theta = f32()[(base + 116) >> 2];
+  for (const [name, value] of Object.entries(ex)) {
+    if (!name.startsWith('GEO_')) continue;
+    const field = name.slice(4);
+    const at = value.value >> 2;
+    g[field] = field === 'rope_theta' ? f32()[at] : GEO_ARRAYS.has(field) ? Array.from(w.subarray(at, at + 4)) : w[at];
+  }
   return g;
 }
 
