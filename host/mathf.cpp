@@ -104,6 +104,19 @@ float expf32(float x) {
   return static_cast<float>(p * scale);
 }
 
+// x = 2^k m for a positive normal double, with m in (sqrt(1/2), sqrt 2]: returns m and adds k to e.
+// Exact (only exponent bits change), shared by logf32 and log64.
+static double splitSqrt2(double x, int32_t& e) {
+  const uint64_t bits = bitsOf(x);
+  e = e + (static_cast<int32_t>(bits >> 52) - 1023);
+  double m = fromBits((bits & 0x000fffffffffffffu) | 0x3ff0000000000000u);
+  if (m > 0x1.6a09e667f3bcdp+0) {
+    m = m * 0.5;
+    e = e + 1;
+  }
+  return m;
+}
+
 float logf32(float x) {
   if (!(x > 0.0f && x < std::numeric_limits<float>::infinity())) {
     if (x == 0.0f) return -std::numeric_limits<float>::infinity();
@@ -111,13 +124,8 @@ float logf32(float x) {
     return std::numeric_limits<float>::quiet_NaN();  // negative or NaN
   }
   // x = 2^e m exactly in f64 (an f32 subnormal is a normal f64), m in (sqrt(1/2), sqrt 2].
-  const uint64_t bits = bitsOf(static_cast<double>(x));
-  int32_t e = static_cast<int32_t>(bits >> 52) - 1023;
-  double m = fromBits((bits & 0x000fffffffffffffu) | 0x3ff0000000000000u);
-  if (m > 0x1.6a09e667f3bcdp+0) {
-    m = m * 0.5;
-    e = e + 1;
-  }
+  int32_t e = 0;
+  const double m = splitSqrt2(static_cast<double>(x), e);
   // ln m = 2 atanh(s) = s (2 + 2/3 s^2 + 2/5 s^4 + ...), s = (m - 1)/(m + 1), |s| < 0.172.
   const double s = (m - 1.0) / (m + 1.0);
   const double t = s * s;
@@ -155,13 +163,7 @@ double log64(double x) {
     x = x * 0x1p54;
     e = -54;
   }
-  const uint64_t bits = bitsOf(x);
-  e = e + (static_cast<int32_t>(bits >> 52) - 1023);
-  double m = fromBits((bits & 0x000fffffffffffffu) | 0x3ff0000000000000u);
-  if (m > 0x1.6a09e667f3bcdp+0) {
-    m = m * 0.5;
-    e = e + 1;
-  }
+  const double m = splitSqrt2(x, e);
   const double s = (m - 1.0) / (m + 1.0);
   const double s2 = s * s;
   // atanh series s + s^3/3 + ... + s^25/25, Horner in s^2 from the top
