@@ -6,17 +6,14 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 
+import { browserMissing, withBrowser } from './helpers/browser.mjs';
 import { ensureWasm, model, root, wasmPath, withEngine } from './helpers/engine.mjs';
 
-const chromium = process.env.NEEDLE_CHROMIUM ?? '/usr/bin/chromium';
 const archive = model('tiny.cact');
-let playwright = null;
-try { playwright = await import(process.env.NEEDLE_PLAYWRIGHT ?? 'playwright-core'); } catch { playwright = null; }
-const skip = !playwright ? 'needs playwright-core' : !fs.existsSync(chromium) ? 'needs Chromium' : !archive ? 'needs build/models' : false;
+const skip = browserMissing || (!archive ? 'needs build/models' : false);
 
 const TYPES = { '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html', '.cact': 'application/octet-stream' };
 
@@ -57,22 +54,16 @@ try {
 test('Chromium and Node give the same tokens and logits for the same seed', { skip, timeout: 120000 }, async () => {
   ensureWasm();
   const server = await serve(`<!doctype html><meta charset="utf-8"><script type="module">${pageScript}</script>`);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'needle-chromium-'));
-  const context = await playwright.chromium.launchPersistentContext(dir, {
-    executablePath: chromium, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
   let browser;
   try {
-    const page = await context.newPage();
-    await page.goto(`http://127.0.0.1:${server.address().port}/`);
-    await page.waitForFunction(() => window.result, null, { timeout: 100000 });
-    browser = await page.evaluate(() => window.result);
+    browser = await withBrowser(async (context) => {
+      const page = await context.newPage();
+      await page.goto(`http://127.0.0.1:${server.address().port}/`);
+      await page.waitForFunction(() => window.result, null, { timeout: 100000 });
+      return page.evaluate(() => window.result);
+    });
   } finally {
-    await context.close();
     server.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   }
   assert.equal(browser.error, undefined, browser.error);
   assert.equal(browser.isolated, true);

@@ -4,20 +4,15 @@
 // reply must be the same text the Node engine gives for the same prompt (greedy). Skipped only when
 // playwright-core or Chromium is missing (npm test installs both).
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'node:test';
 
 import { startServer } from '../../site/server.mjs';
 import { renderPrompt } from '../../site/prompt.mjs';
+import { browserMissing, withBrowser } from './helpers/browser.mjs';
 import { buildDir, ensureWasm, model, withEngine } from './helpers/engine.mjs';
 
-const chromium = process.env.NEEDLE_CHROMIUM ?? '/usr/bin/chromium';
 const archive = model('tiny.cact');
-let playwright = null;
-try { playwright = await import(process.env.NEEDLE_PLAYWRIGHT ?? 'playwright-core'); } catch { playwright = null; }
-const skip = !playwright ? 'needs playwright-core' : !fs.existsSync(chromium) ? 'needs Chromium' : !archive ? 'needs build/models' : false;
+const skip = browserMissing || (!archive ? 'needs build/models' : false);
 
 const MAX_TOKENS = 24;
 
@@ -39,46 +34,40 @@ async function openTiny(page) {
 test('a visitor opens a model, sends a request and gets the reply the engine gives', { skip, timeout: 180000 }, async () => {
   ensureWasm();
   const server = await startServer({ port: 0, buildDir });
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'needle-page-'));
-  const context = await playwright.chromium.launchPersistentContext(dir, {
-    executablePath: chromium, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
-  });
   const errors = [];
   let shown;
   try {
-    const page = await context.newPage();
-    page.on('pageerror', (e) => errors.push(String(e)));
-    const url = `http://127.0.0.1:${server.address().port}/`;
-    await page.goto(url);
-    assert.equal(await page.evaluate(() => crossOriginIsolated), true);
-    assert.equal(await page.isHidden('#isolation'), true);
-    const firstLabel = await openTiny(page);
-    assert.ok(!firstLabel.includes('downloaded'), 'a fresh browser has no cached copy');
+    await withBrowser(async (context) => {
+      const page = await context.newPage();
+      page.on('pageerror', (e) => errors.push(String(e)));
+      const url = `http://127.0.0.1:${server.address().port}/`;
+      await page.goto(url);
+      assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+      assert.equal(await page.isHidden('#isolation'), true);
+      const firstLabel = await openTiny(page);
+      assert.ok(!firstLabel.includes('downloaded'), 'a fresh browser has no cached copy');
 
-    await page.click('details summary');  // the sampling settings are folded away by default
-    await page.fill('#max-tokens', String(MAX_TOKENS));
-    await page.click('#send');
-    await page.waitForFunction(() => document.getElementById('timing').textContent !== '' ||
-      document.querySelector('#calls .error'), null, { timeout: 90000 });
-    shown = {
-      reply: await page.textContent('#reply'),
-      timing: await page.textContent('#timing'),
-      tools: JSON.parse(await page.inputValue('#tools')),
-      query: await page.inputValue('#query'),
-      calls: await page.textContent('#calls'),
-    };
-    assert.match(shown.timing, /prompt tokens at \d+ tokens\/s; \d+ generated/);
+      await page.click('details summary');  // the sampling settings are folded away by default
+      await page.fill('#max-tokens', String(MAX_TOKENS));
+      await page.click('#send');
+      await page.waitForFunction(() => document.getElementById('timing').textContent !== '' ||
+        document.querySelector('#calls .error'), null, { timeout: 90000 });
+      shown = {
+        reply: await page.textContent('#reply'),
+        timing: await page.textContent('#timing'),
+        tools: JSON.parse(await page.inputValue('#tools')),
+        query: await page.inputValue('#query'),
+        calls: await page.textContent('#calls'),
+      };
+      assert.match(shown.timing, /prompt tokens at \d+ tokens\/s; \d+ generated/);
 
-    // A second visit lists the cached copy and opens it from the Cache API.
-    await page.reload();
-    const secondLabel = await openTiny(page);
-    assert.match(secondLabel, /downloaded/);
+      // A second visit lists the cached copy and opens it from the Cache API.
+      await page.reload();
+      const secondLabel = await openTiny(page);
+      assert.match(secondLabel, /downloaded/);
+    });
   } finally {
-    await context.close();
     server.close();
-    fs.rmSync(dir, { recursive: true, force: true });
   }
   assert.deepEqual(errors, []);
 
