@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # setup.sh [--bench] [--browser]: makes sure the Debian packages that building and testing need are
 # installed. As root it installs what is missing with apt-get; otherwise it prints the exact command.
+#
+# Always: the C++ toolchain and libraries, wabt (engine.wat), emscripten (the tool-call library is
+# built to wasm for the page), and Debian's Python with PyTorch for tools/train/ (python3-torch runs
+# on a generic BLAS unless libopenblas0-pthread is installed: about 3x slower training).
 set -euo pipefail
 
 packages=()
@@ -14,9 +18,16 @@ need sentencepiece /usr/bin/spm_train
 need libsentencepiece-dev /usr/include/sentencepiece_processor.h
 need wabt /usr/bin/wat2wasm
 need nodejs /usr/bin/node
+need emscripten /usr/bin/em++
+need python3 /usr/bin/python3
+need python3-torch /usr/lib/python3/dist-packages/torch/__init__.py
+need python3-numpy /usr/lib/python3/dist-packages/numpy/__init__.py
+need python3-sentencepiece /usr/lib/python3/dist-packages/sentencepiece/__init__.py
+need python3-matplotlib /usr/lib/python3/dist-packages/matplotlib/__init__.py
+need libopenblas0-pthread /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0
 for arg in "$@"; do
   case "$arg" in
-    --bench) need emscripten /usr/bin/em++ ;;
+    --bench) ;;  # emscripten is always installed now
     --browser) need chromium /usr/bin/chromium ;;
   esac
 done
