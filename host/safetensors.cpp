@@ -5,9 +5,9 @@
 // relative to the data), plus an optional "__metadata__" map of strings. Our tensor names are
 // TensorSpec::key; the geometry travels in the metadata under the header field names.
 //
-// The file is untrusted: the JSON parser below is strict and bounded (nesting depth, sizes), every
-// offset is checked against the file, and every failure is an Error that names the file, the tensor
-// and the byte offset.
+// The file is untrusted: the shared JSON reader (host/json.hpp) is strict and bounded (nesting
+// depth, sizes), every offset is checked against the file, and every failure is an Error that names
+// the file, the tensor and the byte offset.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -21,266 +21,18 @@
 
 #include "bytes.hpp"
 #include "fp16.hpp"
+#include "json.hpp"
 #include "writer.hpp"
-#include "utf8.hpp"
 
 namespace needle {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// A small strict JSON reader (RFC 8259): objects keep their members in file order.
-// ---------------------------------------------------------------------------------------------
-
-struct Json {
-  enum class Kind { Null, Bool, Number, String, Array, Object };
-  Kind kind = Kind::Null;
-  bool boolean = false;
-  std::string text;  // a string's decoded value, or a number's literal as written
-  std::vector<Json> items;                              // Array
-  std::vector<std::pair<std::string, Json>> members;    // Object
-  uint64_t offset = 0;                                  // file offset where the value starts
-};
-
-class JsonParser {
- public:
-  // `base` is the file offset of the first header byte, so errors give file offsets.
-  JsonParser(const std::string& what, const char* text, size_t size, uint64_t base)
-      : what_(what), p_(text), size_(size), base_(base) {}
-
-  Json parseDocument() {
-    skipSpace();
-    Json value = parseValue(0);
-    skipSpace();
-    if (pos_ != size_) fail("unexpected text after the JSON value");
-    return value;
-  }
-
- private:
-  static constexpr int kMaxDepth = 16;  // safetensors headers nest 3 deep
-
-  [[noreturn]] void fail(const std::string& why) const {
-    throw Error(what_ + ": header JSON at file offset " + std::to_string(base_ + pos_) + ": " + why);
-  }
-  bool atEnd() const { return pos_ >= size_; }
-  char peek() const { return atEnd() ? '\0' : p_[pos_]; }
-  void expect(char c) {
-    if (atEnd() || p_[pos_] != c) fail(std::string("expected '") + c + "'");
-    ++pos_;
-  }
-  void skipSpace() {
-    while (!atEnd() && (p_[pos_] == ' ' || p_[pos_] == '\t' || p_[pos_] == '\n' || p_[pos_] == '\r')) ++pos_;
-  }
-
-  Json parseValue(int depth) {
-    if (depth > kMaxDepth) fail("nesting deeper than " + std::to_string(kMaxDepth));
-    Json v;
-    v.offset = base_ + pos_;
-    if (atEnd()) fail("unexpected end of the header");
-    const char c = p_[pos_];
-    if (c == '{') {
-      v.kind = Json::Kind::Object;
-      ++pos_;
-      skipSpace();
-      if (peek() == '}') {
-        ++pos_;
-        return v;
-      }
-      for (;;) {
-        skipSpace();
-        if (peek() != '"') fail("expected a member name in double quotes");
-        std::string name = parseString();
-        for (const auto& member : v.members)
-          if (member.first == name) fail("member \"" + name + "\" appears twice");
-        skipSpace();
-        expect(':');
-        skipSpace();
-        Json value = parseValue(depth + 1);
-        v.members.emplace_back(std::move(name), std::move(value));
-        skipSpace();
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect('}');
-        return v;
-      }
-    }
-    if (c == '[') {
-      v.kind = Json::Kind::Array;
-      ++pos_;
-      skipSpace();
-      if (peek() == ']') {
-        ++pos_;
-        return v;
-      }
-      for (;;) {
-        skipSpace();
-        v.items.push_back(parseValue(depth + 1));
-        skipSpace();
-        if (peek() == ',') {
-          ++pos_;
-          continue;
-        }
-        expect(']');
-        return v;
-      }
-    }
-    if (c == '"') {
-      v.kind = Json::Kind::String;
-      v.text = parseString();
-      return v;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-      v.kind = Json::Kind::Number;
-      v.text = parseNumber();
-      return v;
-    }
-    if (literal("true")) {
-      v.kind = Json::Kind::Bool;
-      v.boolean = true;
-      return v;
-    }
-    if (literal("false")) {
-      v.kind = Json::Kind::Bool;
-      return v;
-    }
-    if (literal("null")) return v;
-    fail(std::string("unexpected character '") + (c >= 0x20 && c < 0x7F ? std::string(1, c) : "?") + "'");
-  }
-
-  bool literal(const char* word) {
-    const size_t n = std::strlen(word);
-    if (size_ - pos_ < n || std::memcmp(p_ + pos_, word, n) != 0) return false;
-    pos_ += n;
-    return true;
-  }
-
-  // The literal text of a JSON number (grammar checked; the caller converts what it needs).
-  std::string parseNumber() {
-    const size_t start = pos_;
-    auto digits = [&] {
-      const size_t from = pos_;
-      while (!atEnd() && p_[pos_] >= '0' && p_[pos_] <= '9') ++pos_;
-      if (pos_ == from) fail("malformed number");
-    };
-    if (peek() == '-') ++pos_;
-    if (peek() == '0') {
-      ++pos_;
-    } else {
-      digits();
-    }
-    if (peek() == '.') {
-      ++pos_;
-      digits();
-    }
-    if (peek() == 'e' || peek() == 'E') {
-      ++pos_;
-      if (peek() == '+' || peek() == '-') ++pos_;
-      digits();
-    }
-    return std::string(p_ + start, pos_ - start);
-  }
-
-  uint32_t hex4() {
-    if (size_ - pos_ < 4) fail("truncated \\u escape");
-    uint32_t value = 0;
-    for (int i = 0; i < 4; ++i) {
-      const char h = p_[pos_++];
-      value <<= 4;
-      if (h >= '0' && h <= '9') value |= static_cast<uint32_t>(h - '0');
-      else if (h >= 'a' && h <= 'f') value |= static_cast<uint32_t>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') value |= static_cast<uint32_t>(h - 'A' + 10);
-      else fail("bad hex digit in a \\u escape");
-    }
-    return value;
-  }
-
-  // Length of the well-formed UTF-8 sequence at pos_ (no overlongs, surrogates or values past
-  // U+10FFFF), or 0.
-  size_t utf8Length() const {
-    const auto byte = [&](size_t i) { return static_cast<unsigned char>(p_[pos_ + i]); };
-    const unsigned char b0 = byte(0);
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
-    if (b0 >= 0xC2 && b0 <= 0xDF) n = 2;
-    else if (b0 == 0xE0) n = 3, lo = 0xA0;
-    else if (b0 == 0xED) n = 3, hi = 0x9F;
-    else if (b0 >= 0xE1 && b0 <= 0xEF) n = 3;
-    else if (b0 == 0xF0) n = 4, lo = 0x90;
-    else if (b0 == 0xF4) n = 4, hi = 0x8F;
-    else if (b0 >= 0xF1 && b0 <= 0xF3) n = 4;
-    else return 0;
-    if (size_ - pos_ < n) return 0;
-    if (byte(1) < lo || byte(1) > hi) return 0;
-    for (size_t i = 2; i < n; ++i)
-      if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
-    return n;
-  }
-
-  std::string parseString() {
-    expect('"');
-    std::string out;
-    for (;;) {
-      if (atEnd()) fail("unterminated string");
-      const unsigned char c = static_cast<unsigned char>(p_[pos_]);
-      if (c == '"') {
-        ++pos_;
-        return out;
-      }
-      if (c < 0x20) fail("control character inside a string");
-      if (c == '\\') {
-        ++pos_;
-        if (atEnd()) fail("unterminated escape");
-        const char e = p_[pos_++];
-        switch (e) {
-          case '"': out += '"'; break;
-          case '\\': out += '\\'; break;
-          case '/': out += '/'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
-          case 'u': {
-            uint32_t cp = hex4();
-            if (cp >= 0xD800 && cp <= 0xDBFF) {  // a high surrogate needs its low half
-              if (!literal("\\u")) fail("unpaired surrogate in a \\u escape");
-              const uint32_t low = hex4();
-              if (low < 0xDC00 || low > 0xDFFF) fail("unpaired surrogate in a \\u escape");
-              cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-              fail("unpaired surrogate in a \\u escape");
-            }
-            appendUtf8(out, cp);
-            break;
-          }
-          default: fail("unknown escape in a string");
-        }
-        continue;
-      }
-      if (c < 0x80) {
-        out += static_cast<char>(c);
-        ++pos_;
-        continue;
-      }
-      const size_t n = utf8Length();
-      if (n == 0) fail("invalid UTF-8 inside a string");
-      out.append(p_ + pos_, n);
-      pos_ += n;
-    }
-  }
-
-  std::string what_;
-  const char* p_;
-  size_t size_;
-  uint64_t base_;
-  size_t pos_ = 0;
-};
+using json::Value;
 
 // A JSON number that must be a non-negative integer no larger than kMaxSafeInteger.
-uint64_t jsonUint(const Json& v, const std::string& what) {
-  const bool digitsOnly = v.kind == Json::Kind::Number && !v.text.empty() &&
+uint64_t jsonUint(const Value& v, const std::string& what) {
+  const bool digitsOnly = v.kind == Value::Kind::Number && !v.text.empty() &&
                           v.text.find_first_not_of("0123456789") == std::string::npos;
   uint64_t value = 0;
   if (digitsOnly) {
@@ -438,26 +190,26 @@ bool shapeMatches(const std::vector<uint64_t>& stored, const std::vector<uint64_
 }
 
 // One entry {"dtype": ..., "shape": [...], "data_offsets": [b, e]} of the header.
-StoredTensor parseTensorEntry(const std::string& name, const Json& v, const std::string& what) {
+StoredTensor parseTensorEntry(const std::string& name, const Value& v, const std::string& what) {
   const std::string where = what + ": tensor \"" + name + "\"";
-  if (v.kind != Json::Kind::Object)
+  if (v.kind != Value::Kind::Object)
     throw Error(where + " at file offset " + std::to_string(v.offset) + ": expected an object");
   StoredTensor t;
   t.offset = v.offset;
   bool sawDtype = false, sawShape = false, sawOffsets = false;
   for (const auto& [key, value] : v.members) {
     if (key == "dtype") {
-      if (value.kind != Json::Kind::String)
+      if (value.kind != Value::Kind::String)
         throw Error(where + ": \"dtype\" at file offset " + std::to_string(value.offset) + " is not a string");
       t.dtype = value.text;
       sawDtype = true;
     } else if (key == "shape") {
-      if (value.kind != Json::Kind::Array)
+      if (value.kind != Value::Kind::Array)
         throw Error(where + ": \"shape\" at file offset " + std::to_string(value.offset) + " is not an array");
-      for (const Json& dim : value.items) t.shape.push_back(jsonUint(dim, where + " shape"));
+      for (const Value& dim : value.items) t.shape.push_back(jsonUint(dim, where + " shape"));
       sawShape = true;
     } else if (key == "data_offsets") {
-      if (value.kind != Json::Kind::Array || value.items.size() != 2)
+      if (value.kind != Value::Kind::Array || value.items.size() != 2)
         throw Error(where + ": \"data_offsets\" at file offset " + std::to_string(value.offset) +
                     " is not an array of two integers");
       t.begin = jsonUint(value.items[0], where + " data_offsets");
@@ -506,23 +258,6 @@ std::vector<uint8_t> readWholeFile(const std::string& path) {
   return bytes;
 }
 
-void appendJsonString(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buffer[8];
-      std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-      out += buffer;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-}
-
 }  // namespace
 
 FloatModel readSafetensors(const std::string& path, const std::optional<Geometry>& fallback) {
@@ -537,19 +272,25 @@ FloatModel readSafetensors(const std::string& path, const std::optional<Geometry
   const uint64_t dataStart = 8 + headerLength;
   const uint64_t dataSize = bytes.size() - dataStart;
 
-  const Json root = JsonParser(what, reinterpret_cast<const char*>(bytes.data() + 8),
-                               static_cast<size_t>(headerLength), 8)
-                        .parseDocument();
-  if (root.kind != Json::Kind::Object) throw Error(what + ": the header JSON is not an object");
+  // The header is machine-written: errors give file offsets. Its JSON nests 3 deep.
+  json::ParseOptions options;
+  options.source = what + ": header JSON";
+  options.where = json::ParseOptions::Where::FileOffset;
+  options.base = 8;
+  options.maxDepth = 16;
+  options.maxBytes = static_cast<size_t>(headerLength);
+  const Value root = json::parse(
+      std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), static_cast<size_t>(headerLength)), options);
+  if (root.kind != Value::Kind::Object) throw Error(what + ": the header JSON is not an object");
 
   std::map<std::string, std::string> meta;
   std::map<std::string, StoredTensor> stored;
   for (const auto& [name, value] : root.members) {
     if (name == "__metadata__") {
-      if (value.kind != Json::Kind::Object)
+      if (value.kind != Value::Kind::Object)
         throw Error(what + ": __metadata__ at file offset " + std::to_string(value.offset) + " is not an object");
       for (const auto& [key, entry] : value.members) {
-        if (entry.kind != Json::Kind::String)
+        if (entry.kind != Value::Kind::String)
           throw Error(what + ": __metadata__ \"" + key + "\" at file offset " + std::to_string(entry.offset) +
                       " is not a string");
         meta[key] = entry.text;
@@ -632,9 +373,9 @@ void writeSafetensors(const FloatModel& model, const std::string& path) {
   std::string header = "{\"__metadata__\":{";
   auto metaEntry = [&](const std::string& key, const std::string& value) {
     if (header.back() != '{') header += ',';
-    appendJsonString(header, key);
+    json::appendQuoted(header, key);
     header += ':';
-    appendJsonString(header, value);
+    json::appendQuoted(header, value);
   };
   const Geometry& g = model.geo;
   for (const ScalarField& f : kScalarFields) metaEntry(f.name, std::to_string(g.*(f.member)));
@@ -658,7 +399,7 @@ void writeSafetensors(const FloatModel& model, const std::string& path) {
                   shapeText(t.shape) + " and " + std::to_string(t.data.size()) + " values, the geometry needs " +
                   shapeText(spec.shape));
     header += ',';
-    appendJsonString(header, spec.key);
+    json::appendQuoted(header, spec.key);
     header += ":{\"dtype\":\"F32\",\"shape\":" + shapeText(spec.shape, true) + ",\"data_offsets\":[" +
               std::to_string(cursor) + "," + std::to_string(cursor + 4 * count) + "]}";
     cursor += 4 * count;
