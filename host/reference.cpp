@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cq.hpp"
+#include "heads.hpp"
 #include "mathf.hpp"
 
 namespace needle {
@@ -62,6 +63,15 @@ float logSumExp(const float* x, uint32_t n, uint32_t stride) {
   float sum = 0.0f;
   for (uint32_t i = 0; i < n; ++i) sum += expf32(x[i * stride] - mx);
   return mx + logf32(sum);
+}
+
+// out = (X_0 + X_1 + ... + X_{lanes-1}) / lanes: f32 sums from 0 in lane order, one division.
+void laneMean(const float* lanes, uint32_t count, uint32_t d, float* out) {
+  std::fill(out, out + d, 0.0f);
+  for (uint32_t k = 0; k < count; ++k)
+    for (uint32_t c = 0; c < d; ++c) out[c] += lanes[static_cast<size_t>(k) * d + c];
+  const float n = static_cast<float>(count);
+  for (uint32_t c = 0; c < d; ++c) out[c] /= n;
 }
 
 std::string str(uint64_t v) { return std::to_string(v); }
@@ -210,6 +220,7 @@ struct Reference::State {
   std::vector<float> z;                 // hada_n
   std::vector<float> newLanes;          // lanes x d
   std::vector<float> x;                 // d: the lane mean at the output
+  std::vector<float> cell;              // d: the lane mean after a layer, for the probe heads
   Activation act;
 
   // Index of KV row `slot` of `head` in `layer`, in values (x head_dim) or blocks (x head_dim / 32).
@@ -314,7 +325,7 @@ Reference::Reference(const Model& model, ReferenceOptions options)
   s.hpre.resize(lanes);
   s.hpost.resize(lanes);
   s.route.resize(static_cast<size_t>(lanes) * lanes);
-  for (auto* v : {&s.u, &s.b, &s.h, &s.a, &s.x1, &s.out, &s.y, &s.x}) v->resize(d);
+  for (auto* v : {&s.u, &s.b, &s.h, &s.a, &s.x1, &s.out, &s.y, &s.x, &s.cell}) v->resize(d);
   s.q.resize(H * hd);
   s.gate.resize(H * hd);
   s.o.resize(H * hd);
@@ -380,8 +391,12 @@ const std::vector<float>& Reference::step(uint32_t token, bool wantLogits) {
     trace_->laneOut.assign(g.num_layers, {});
   }
   embed(token);            // 1. and 2.
+  if (heads_) heads_->addCell(s.x.data());  // cell 0: the scaled embedding
   engramKeysAndValues();   // 3.
-  for (uint32_t i = 0; i < g.num_layers; ++i) layer(i);  // 4.
+  for (uint32_t i = 0; i < g.num_layers; ++i) {  // 4.
+    layer(i);
+    if (heads_) poolLaneMean();  // cell i + 1
+  }
   ++position_;
   if (!wantLogits) return noLogits_;
   output();                // 5.
@@ -656,16 +671,19 @@ void Reference::mlp(uint32_t i) {
   for (uint32_t c = 0; c < d; ++c) s.out[c] = s.x1[c] + ly.d3[c] * s.z[c];
 }
 
+// Probe heads: the lane mean after a layer, before final_norm, is the layer's cell.
+void Reference::poolLaneMean() {
+  State& s = *s_;
+  laneMean(s.lanes.data(), model_.geo.mhc_lanes, model_.geo.d_model, s.cell.data());
+  heads_->addCell(s.cell.data());
+}
+
 // 5. Output: x = mean of the lanes; x = ZCRMS(x, final_norm); logits = E x (tied, no bias).
 void Reference::output() {
   State& s = *s_;
   const Geometry& g = model_.geo;
   const uint32_t d = g.d_model;
-  std::fill(s.x.begin(), s.x.end(), 0.0f);
-  for (uint32_t k = 0; k < g.mhc_lanes; ++k)
-    for (uint32_t c = 0; c < d; ++c) s.x[c] += s.lanes[static_cast<size_t>(k) * d + c];
-  const float lanes = static_cast<float>(g.mhc_lanes);
-  for (uint32_t c = 0; c < d; ++c) s.x[c] /= lanes;
+  laneMean(s.lanes.data(), g.mhc_lanes, d, s.x.data());
   zcrms(s.x.data(), model_.final_norm.data(), d, s.x.data());
   s.act.prepare(model_.embedding, s.x.data());
   s.act.product(model_.embedding, logits_.data());

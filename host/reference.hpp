@@ -8,6 +8,8 @@
 
 namespace needle {
 
+class HeadPooling;  // heads.hpp
+
 struct ReferenceOptions {
   bool kvInt8 = true;   // int8 KV cache with per-32 scales (false: f32 KV, the exact oracle)
   bool a8 = false;      // activations into CQ products quantised as the wasm engine does
@@ -43,6 +45,9 @@ class Reference {
   // Back to an empty session (position 0); the next steps give the same results as a fresh Reference.
   void reset();
   void setTrace(Trace* trace) { trace_ = trace; }
+  // When attached, every step feeds the position's cells to `heads` (docs/model.md, "Probe heads"):
+  // the scaled embedding, then the lane mean after each layer (before final_norm). Null detaches.
+  void setHeads(HeadPooling* heads) { heads_ = heads; }
   const ReferenceOptions& options() const { return options_; }
 
  private:
@@ -56,11 +61,13 @@ class Reference {
   void attention(uint32_t i);
   void mlp(uint32_t i);
   void output();
+  void poolLaneMean();
 
   const Model& model_;
   ReferenceOptions options_;
   uint32_t position_ = 0;
   Trace* trace_ = nullptr;
+  HeadPooling* heads_ = nullptr;
   std::vector<float> logits_;
   const std::vector<float> noLogits_;  // what step() returns when the logits were not wanted
   std::unique_ptr<State> s_;

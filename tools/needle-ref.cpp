@@ -1,7 +1,10 @@
 // needle-ref: runs the fp32 reference step (host/reference.cpp) on a prompt, greedily generates, and
 // optionally writes every logits row (--logits-out) or the parity ladder dump (--dump).
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,7 +13,9 @@
 #include "cli.hpp"
 #include "cq.hpp"
 #include "dump.hpp"
+#include "heads.hpp"
 #include "reference.hpp"
+#include "sampler.hpp"
 #include "tokenizer.hpp"
 
 using namespace needle;
@@ -20,12 +25,16 @@ namespace {
 const char* kUsage =
     "usage: needle-ref --archive FILE (--prompt TEXT | --ids \"2 4 ...\") [--generate N]\n"
     "                  [--kv int8|f32] [--act f32|a8] [--sink N] [--logits-out FILE] [--dump FILE]\n"
+    "                  [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]\n"
+    "                  [--repeat-window N] [--seed S] [--heads]\n"
     "\n"
     "Runs the fp32 reference decode step of a Needle 2 archive over a prompt (teacher-forced), then\n"
-    "generates greedily (argmax, lowest id on ties), and prints one JSON object on stdout:\n"
+    "generates with the sampler of the wasm engine (host/sampler: greedy unless --temperature > 0),\n"
+    "and prints one JSON object on stdout:\n"
     "  {\"prompt_ids\":[...],\"generated_ids\":[...],\"text\":\"...\",\"prefill_ms\":..,\n"
     "   \"prefill_tokens\":..,\"decode_ms\":..,\"decode_tokens\":..,\"ms_per_token\":..}\n"
-    "\"text\" (the decoded generated ids) is present when the archive has a tokenizer.\n"
+    "\"text\" (the decoded generated ids) is present when the archive has a tokenizer; \"heads\" with\n"
+    "--heads.\n"
     "\n"
     "  --archive FILE     the .cact archive\n"
     "  --prompt TEXT      ids = [bos] + encode(TEXT) with the archive's tokenizer\n"
@@ -39,20 +48,26 @@ const char* kUsage =
     "                     prompt position in order, then each generated token that was fed back\n"
     "                     (the last generated token is not run, so it has no row)\n"
     "  --dump FILE        the parity ladder JSON of docs/dump-format.md\n"
+    "  sampling           greedy (argmax, lowest id on ties) unless --temperature > 0; the same\n"
+    "                     options, seed and prompt draw the same ids as node tools/needle-wasm.mjs:\n"
+    "  --temperature T    softmax temperature (default 0: greedy)\n"
+    "  --top-k K          keep the K most likely tokens (default 0: off)\n"
+    "  --top-p P          keep the most likely tokens up to P of the probability (default 1: off)\n"
+    "  --min-p P          keep tokens at least P times as likely as the best one (default 0: off)\n"
+    "  --repeat-penalty R divide (multiply, when negative) the logits of the session's tokens by R\n"
+    "                     (default 1: off)\n"
+    "  --repeat-window N  the penalty looks at the last N tokens (default 0: the whole session)\n"
+    "  --seed S           the generator's seed, 0 .. 2^64-1 (default 0)\n"
+    "  --heads            pool every position run (prompt and fed-back tokens) with the archive's\n"
+    "                     probe heads and print \"heads\":[{\"head\":H,\"kind\":\"contrastive\"|\n"
+    "                     \"confidence\",\"output\":[...]},...] (f32 values as %.9g)\n"
     "  --help             this text\n"
     "\n"
     "Prefill skips the vocabulary projection before the last prompt token unless --dump or\n"
     "--logits-out needs every row. decode_tokens counts the generated tokens fed back through step();\n"
-    "ms_per_token = decode_ms / decode_tokens. Exit status: 0 done, 1 error (bad archive, token past\n"
-    "the vocabulary, prompt longer than max_seq_len, ...), 2 usage error.\n";
-
-// Index of the largest logit; the lowest id wins a tie.
-uint32_t argmax(const std::vector<float>& logits) {
-  uint32_t best = 0;
-  for (uint32_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = i;
-  return best;
-}
+    "ms_per_token = decode_ms / decode_tokens. A prompt longer than max_seq_len is refused before any\n"
+    "step. Exit status: 0 done, 1 error (bad archive, token past the vocabulary, prompt longer than\n"
+    "max_seq_len, --heads without probe heads, ...), 2 usage error.\n";
 
 double msSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -73,6 +88,60 @@ std::string msJson(double ms) {
   return buf;
 }
 
+// An f32 that reads back as the same f32 (%.9g); JSON has no NaN or infinity, so those are null.
+std::string floatJson(float v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+// A real number option, as tools/needle-wasm.mjs reads it (any finite decimal number).
+float parseReal(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+    throw cli::UsageError(what + ": '" + text + "' is not a number");
+  return static_cast<float>(v);
+}
+
+// A u32 option (top-k, the penalty window).
+uint32_t parseU32(const std::string& text, const std::string& what) {
+  const uint64_t v = cli::parseUint(text, what);
+  if (v > 0xFFFFFFFFull) throw cli::UsageError(what + ": " + text + " is too large");
+  return static_cast<uint32_t>(v);
+}
+
+// The seed: a decimal integer 0 .. 2^64 - 1.
+uint64_t parseSeed(const std::string& text) {
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw cli::UsageError("--seed: '" + text + "' is not a non-negative integer");
+  uint64_t v = 0;
+  for (char c : text) {
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) throw cli::UsageError("--seed: " + text + " is larger than 2^64 - 1");
+    v = v * 10 + digit;
+  }
+  return v;
+}
+
+// "heads":[{"head":0,"kind":"contrastive","output":[...]},...]
+std::string headsJson(const HeadPooling& pooling, const Model& model) {
+  std::string out = "[";
+  for (size_t h = 0; h < pooling.heads(); ++h) {
+    if (h) out += ',';
+    out += "{\"head\":" + std::to_string(h) + ",\"kind\":\"" + headKindName(model.heads[h].kind) +
+           "\",\"output\":[";
+    const std::vector<float> values = pooling.output(h);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i) out += ',';
+      out += floatJson(values[i]);
+    }
+    out += "]}";
+  }
+  return out + "]";
+}
+
 int body(cli::Args& args) {
   const std::string archivePath = args.option("--archive");
   const bool hasPrompt = args.has("--prompt"), hasIds = args.has("--ids");
@@ -84,6 +153,15 @@ int body(cli::Args& args) {
   const uint64_t sink = cli::parseUint(args.option("--sink", "0"), "--sink");
   const std::string logitsPath = args.option("--logits-out");
   const std::string dumpPath = args.option("--dump");
+  SamplerOptions sampling;
+  sampling.temperature = parseReal(args.option("--temperature", "0"), "--temperature");
+  sampling.topK = parseU32(args.option("--top-k", "0"), "--top-k");
+  sampling.topP = parseReal(args.option("--top-p", "1"), "--top-p");
+  sampling.minP = parseReal(args.option("--min-p", "0"), "--min-p");
+  sampling.repetitionPenalty = parseReal(args.option("--repeat-penalty", "1"), "--repeat-penalty");
+  sampling.repetitionWindow = parseU32(args.option("--repeat-window", "0"), "--repeat-window");
+  const uint64_t seed = parseSeed(args.option("--seed", "0"));
+  const bool wantHeads = args.flag("--heads");
   args.finish();
 
   if (archivePath.empty()) throw cli::UsageError("--archive FILE is required");
@@ -108,12 +186,21 @@ int body(cli::Args& args) {
     if (ids.empty()) throw cli::UsageError("--ids needs at least one token id");
   }
   const uint32_t eos = tokenizer ? tokenizer->spec().eos_id : 1;
+  // Refused before any step: the whole prompt must fit the session.
+  if (ids.size() > model.geo.max_seq_len)
+    throw Error("prompt of " + std::to_string(ids.size()) + " tokens is longer than max_seq_len (" +
+                std::to_string(model.geo.max_seq_len) + "); nothing was run");
+  if (wantHeads && model.heads.empty())
+    throw Error("--heads: " + archivePath + " has no probe heads");
 
   ReferenceOptions options;
   options.kvInt8 = kv == "int8";
   options.a8 = act == "a8";
   options.sink = static_cast<uint32_t>(sink);
   Reference ref(model, options);
+  HeadPooling pooling(model.heads, model.geo.d_model);
+  if (wantHeads) ref.setHeads(&pooling);
+  std::vector<uint32_t> session;  // every token run so far (the repetition penalty's history)
 
   const bool wantDump = !dumpPath.empty(), wantRows = !logitsPath.empty();
   std::vector<float> rows;  // --logits-out, row after row
@@ -127,6 +214,7 @@ int body(cli::Args& args) {
     const bool wantLogits = i + 1 == ids.size() || wantDump || wantRows;
     ref.setTrace(i == 0 && wantDump ? &trace0 : nullptr);
     const std::vector<float>& logits = ref.step(ids[i], wantLogits);
+    session.push_back(ids[i]);
     if (!wantLogits) continue;
     if (wantRows) rows.insert(rows.end(), logits.begin(), logits.end());
     if (wantDump) dump.logits.push_back(logits);
@@ -135,15 +223,17 @@ int body(cli::Args& args) {
   ref.setTrace(nullptr);
   const double prefillMs = msSince(start);
 
-  // Greedy decode: argmax, fed back until N tokens, EOS, or a full session.
+  // Decode: sample (greedy by default), fed back until N tokens, EOS, or a full session.
+  Sampler sampler(model.geo.vocab, sampling, seed);
   std::vector<uint32_t> generated;
   uint32_t decodeSteps = 0;
   start = std::chrono::steady_clock::now();
   while (generated.size() < generate) {
-    const uint32_t next = argmax(last);
+    const uint32_t next = sampler.sample(last, session, nullptr);
     generated.push_back(next);
     if (next == eos || generated.size() == generate || ref.position() >= model.geo.max_seq_len) break;
     last = ref.step(next, true);
+    session.push_back(next);
     ++decodeSteps;
     if (wantRows) rows.insert(rows.end(), last.begin(), last.end());
   }
@@ -175,7 +265,9 @@ int body(cli::Args& args) {
   if (tokenizer) out += ",\"text\":" + jsonString(tokenizer->decode(generated));
   out += ",\"prefill_ms\":" + msJson(prefillMs) + ",\"prefill_tokens\":" + std::to_string(ids.size()) +
          ",\"decode_ms\":" + msJson(decodeMs) + ",\"decode_tokens\":" + std::to_string(decodeSteps) +
-         ",\"ms_per_token\":" + msJson(decodeSteps ? decodeMs / decodeSteps : 0.0) + "}\n";
+         ",\"ms_per_token\":" + msJson(decodeSteps ? decodeMs / decodeSteps : 0.0);
+  if (wantHeads) out += ",\"heads\":" + headsJson(pooling, model);
+  out += "}\n";
   std::fputs(out.c_str(), stdout);
   return 0;
 }
