@@ -82,6 +82,24 @@ Geometry presetGeometry(const std::string& name) {
     g.engram_sites[1] = 3;
     g.kv_window = 32;
     g.rope_theta = 10000.0f;
+  } else if (name == "micro") {
+    // For tool-call tests: steps cost little (d 64, 2 layers) but the context is long (2048) and the
+    // window short (64), so a prompt's tools alone overflow the window; vocab comes from the tokenizer.
+    g.vocab = 512;
+    g.d_model = 64;
+    g.num_heads = 2;
+    g.num_kv_heads = 1;
+    g.head_dim = 32;
+    g.num_layers = 2;
+    g.max_seq_len = 2048;
+    g.hada_n = 64;
+    g.engram_slots = 256;
+    g.num_engram_tables = 2;
+    g.engram_sub_dim = 32;
+    g.engram_sites[0] = 0;
+    g.engram_sites[1] = 1;
+    g.kv_window = 64;
+    g.rope_theta = 10000.0f;
   } else if (name == "small") {
     g.vocab = 2048;
     g.d_model = 256;
@@ -116,7 +134,7 @@ Geometry presetGeometry(const std::string& name) {
     g.kv_window = 256;
     g.rope_theta = 100000.0f;
   } else {
-    throw Error("unknown geometry preset '" + name + "' (expected tiny, small or base)");
+    throw Error("unknown geometry preset '" + name + "' (expected micro, tiny, small or base)");
   }
   return g;
 }

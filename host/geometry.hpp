@@ -56,7 +56,7 @@ struct Geometry {
   }
 };
 
-// "tiny", "small" or "base" (base is the real Needle 2 geometry); num_tensors is left 0 (the layout
+// "micro", "tiny", "small" or "base" (base is the real Needle 2 geometry; micro is for tool-call tests); num_tensors is left 0 (the layout
 // sets it). Throws Error for another name.
 Geometry presetGeometry(const std::string& name);
 

@@ -8,6 +8,8 @@
 #   tiny.cact           needle-pack --random, seed 1, with that tokenizer
 #   small.cact          the same for the small geometry
 #   base.cact           the same for the base geometry (with probe heads, needle-pack's default)
+#   micro.cact          the micro geometry (d 64, 2 layers, window 64, context 2048) with probe heads:
+#                       cheap steps for the tool-call tests
 #   tiny-notok.cact     tiny without a tokenizer record
 #
 # A step is skipped when its output is newer than all its inputs (including this script and the
@@ -122,6 +124,7 @@ pack() {  # pack OUTPUT NEEDLE-PACK-ARGUMENT...
 pack tiny.cact --random --geometry tiny --seed 1 --spm "$model"
 pack small.cact --random --geometry small --seed 1 --spm "$model"
 pack base.cact --random --geometry base --seed 1 --spm "$model"
+pack micro.cact --random --geometry micro --seed 1 --heads --spm "$model"
 pack tiny-notok.cact --random --geometry tiny --seed 1
 
 echo "make-test-models: $models is ready"

@@ -14,7 +14,7 @@ using namespace needle;
 namespace {
 
 const char* kUsage =
-    "usage: needle-pack (--random --geometry tiny|small|base [--seed N] | --safetensors FILE [--geometry G])\n"
+    "usage: needle-pack (--random --geometry micro|tiny|small|base [--seed N] | --safetensors FILE [--geometry G])\n"
     "                   [--bits-map MAP] [--spm FILE.model] [--heads|--no-heads] [--vocab N]\n"
     "                   [--save-safetensors FILE] -o FILE\n"
     "\n"
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     if (random == !safetensors.empty()) throw cli::UsageError("give exactly one of --random and --safetensors");
     if (outPath.empty()) throw cli::UsageError("-o FILE is required");
     if (heads && noHeads) throw cli::UsageError("--heads and --no-heads exclude each other");
-    if (random && geometryName.empty()) throw cli::UsageError("--random needs --geometry tiny|small|base");
+    if (random && geometryName.empty()) throw cli::UsageError("--random needs --geometry micro|tiny|small|base");
     if (!random && !seedText.empty()) throw cli::UsageError("--seed applies to --random only");
     if (!random && !vocabText.empty())
       throw cli::UsageError("--vocab applies to --random only (a safetensors file fixes its vocabulary)");

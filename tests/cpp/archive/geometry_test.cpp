@@ -60,7 +60,7 @@ TEST_CASE("presets: base is the real Needle 2 geometry", "[geometry]") {
   validateGeometry(g);
 }
 
-TEST_CASE("presets: tiny and small", "[geometry]") {
+TEST_CASE("presets: tiny, small and micro", "[geometry]") {
   Geometry t = presetGeometry("tiny");
   CHECK(t.vocab == 512);
   CHECK(t.d_model == 128);
@@ -96,6 +96,17 @@ TEST_CASE("presets: tiny and small", "[geometry]") {
   CHECK(s.engram_sites[1] == 4);
   CHECK(s.kv_window == 64);
   validateGeometry(s);
+
+  Geometry m = presetGeometry("micro");
+  CHECK(m.d_model == 64);
+  CHECK(m.num_heads == 2);
+  CHECK(m.head_dim == 32);
+  CHECK(m.num_layers == 2);
+  CHECK(m.max_seq_len == 2048);
+  CHECK(m.kv_window == 64);
+  CHECK(m.engram_sites[0] == 0);
+  CHECK(m.engram_sites[1] == 1);
+  validateGeometry(m);
 
   CHECK_THROWS_WITH(presetGeometry("huge"), Catch::Contains("unknown geometry preset 'huge'"));
 }
