@@ -114,6 +114,13 @@
   (global $PREP_GROUP i32 (i32.const 1288)) ;; and group it was prepared for
   (global $STATE_OK i32 (i32.const 1292)) ;; 1 once the session buffers exist
   (global $ARCH_CAP i32 (i32.const 1296)) ;; bytes reserved for the archive by archive_buffer
+  (global $MASK (export "ADDR_MASK") i32 (i32.const 1300)) ;; -> token mask of sample_masked: 4 ceil(vocab/32) bytes, bit i&31 of u32 word i>>5 = token i allowed
+  (global $HEADS_ON i32 (i32.const 1304)) ;; 1: step feeds every cell to the probe-head pooling (heads_begin)
+  (global $P_HEADS  i32 (i32.const 1308)) ;; -> probe-head descriptors, 32 bytes each (table below)
+  (global $POOLED   i32 (i32.const 1312)) ;; cells pooled since heads_begin
+  (global $P_CELL   i32 (i32.const 1316)) ;; -> d: the lane mean after a layer (a cell)
+  (global $P_HSCORE i32 (i32.const 1320)) ;; -> 8 f32: the probe scores of one head for one cell
+  (global $P_POOLV  i32 (i32.const 1324)) ;; -> 8 d f32: a head's pooled probes, probe-major (head_output)
   ;; The 120-byte header, copied as is to GEO. Each field's address is GEO + its header offset and is
   ;; exported as GEO_<header field name>, so the driver builds the geometry from the exports alone:
   ;; engram_orders and engram_sites are u32[4], rope_theta is f32, every other field a u32.
@@ -182,6 +189,11 @@
   ;;  +0 dtype  +4 bits  +8 rows  +12 cols  +16 colsPadded  +20 group  +24 data (packed bytes, or f32
   ;;  floats for FP16/FP32 records)  +28 norms  +32 rowBytes  +36 kind (0..3)  +40 groups  +44 elements
 
+  ;; Descriptor of probe head h at P_HEADS + 32 h (docs/model.md "Probe heads"):
+  ;;  +0 code (1 contrastive, 2 confidence)  +4 P probes (4 or 8: the format fixes them)  +8 outputs
+  ;;  +12 -> probes transposed, [d][P] f32  +16 -> running max per probe [P] f32  +20 -> running sum [P]
+  ;;  +24 -> running weighted cell sum [P][d] f32  +28 record index of the probes (proj +1, bias +2)
+
   ;; ------------------------------------------------------------------------------------------
   ;; Error codes (ADDR_ERR_RECORD names the record, ADDR_ERR_DETAIL the header offset or piece)
   ;; ------------------------------------------------------------------------------------------
@@ -213,6 +225,9 @@
   (global $ERR_NO_TOKENIZER (export "ERR_NO_TOKENIZER") i32 (i32.const 25))
   (global $ERR_CAPACITY  (export "ERR_CAPACITY")  i32 (i32.const 26)) ;; output buffer too small
   (global $ERR_ARG       (export "ERR_ARG")       i32 (i32.const 27)) ;; bad argument
+  (global $ERR_MASK_EMPTY (export "ERR_MASK_EMPTY") i32 (i32.const 28)) ;; the token mask allows no token
+  (global $ERR_NO_HEAD   (export "ERR_NO_HEAD")   i32 (i32.const 29)) ;; no such probe head in the archive
+  (global $ERR_NO_CELLS  (export "ERR_NO_CELLS")  i32 (i32.const 30)) ;; head pooling off, or no position pooled yet
 
   ;; ------------------------------------------------------------------------------------------
   ;; Memory: the bump allocator
@@ -972,6 +987,9 @@
     (local $withTok i32)
     (i32.store (global.get $LOADED) (i32.const 0))
     (i32.store (global.get $STATE_OK) (i32.const 0))
+    (i32.store (global.get $NHEADS) (i32.const 0))    ;; (a previous archive's heads must not linger)
+    (i32.store (global.get $HEADS_ON) (i32.const 0))
+    (i32.store (global.get $POOLED) (i32.const 0))
     (i32.store (global.get $ERR_RECORD) (i32.const -1))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
     (if (local.tee $r (call $load_header)) (then (return (local.get $r))))
@@ -1251,6 +1269,9 @@
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_SORT) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_PROB) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_F16) (i32.const 262144)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $MASK)
+      (i32.shl (i32.shr_u (i32.add (call $g (global.get $G_VOCAB)) (i32.const 31)) (i32.const 5)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.eqz (call $alloc_heads))))
     (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
     (call $f16_table)
     (f32.store (global.get $SQRTD) (f32.sqrt (f32.convert_i32_u (call $g (global.get $G_D)))))
@@ -1307,6 +1328,8 @@
     (i32.store (global.get $SINK) (local.get $sink))
     (i32.store (global.get $KV_SLOTS) (local.get $slots))
     (i32.store (global.get $POS) (i32.const 0))
+    (i32.store (global.get $HEADS_ON) (i32.const 0))   ;; a new session pools nothing until heads_begin
+    (i32.store (global.get $POOLED) (i32.const 0))
     (call $zero (i32.load (global.get $P_KQ)) (local.get $kvb))
     (call $zero (i32.load (global.get $P_VQ)) (local.get $kvb))
     (call $zero (i32.load (global.get $P_KS)) (i32.shr_u (local.get $kvb) (i32.const 3)))
@@ -2418,11 +2441,10 @@
         (f32x4.mul (v128.load (i32.add (local.get $x) (local.get $i))) (v128.load (i32.add (local.get $s) (local.get $i)))))
       (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e)))))
 
-  ;; 5. Output: x = lane mean; ZCRMS(x, final_norm); logits = E x (tied).
-  (func $output
-    (local $d i32) (local $k i32) (local $x i32) (local $c i32) (local $lanes f32)
+  ;; x = (X_0 + ... + X_{lanes-1}) / lanes: f32 sums from 0 in lane order, then one division each.
+  (func $lane_mean (param $x i32)
+    (local $d i32) (local $k i32) (local $c i32) (local $lanes f32)
     (local.set $d (call $g (global.get $G_D)))
-    (local.set $x (i32.load (global.get $P_XM)))
     (call $zero (local.get $x) (i32.shl (local.get $d) (i32.const 2)))
     (loop $lanes_
       (call $axpy (local.get $x) (f32.const 1) (i32.add (i32.load (global.get $P_X)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))) (local.get $d))
@@ -2430,7 +2452,14 @@
     (local.set $lanes (f32.convert_i32_u (call $g (global.get $G_LANES))))
     (loop $mean
       (f32.store (i32.add (local.get $x) (local.get $c)) (f32.div (f32.load (i32.add (local.get $x) (local.get $c))) (local.get $lanes)))
-      (br_if $mean (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (i32.shl (local.get $d) (i32.const 2)))))
+      (br_if $mean (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (i32.shl (local.get $d) (i32.const 2))))))
+
+  ;; 5. Output: x = lane mean; ZCRMS(x, final_norm); logits = E x (tied).
+  (func $output
+    (local $d i32) (local $x i32)
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $x (i32.load (global.get $P_XM)))
+    (call $lane_mean (local.get $x))
     (call $zcrms (local.get $x) (call $fdata (call $r_final)) (local.get $d) (local.get $x))
     (call $prepare (call $rec (i32.const 0)) (local.get $x))
     (call $product (call $rec (i32.const 0)) (i32.load (global.get $LOGITS)) (i32.const 0) (call $g (global.get $G_VOCAB))))
@@ -2456,6 +2485,7 @@
                    (i32.load (global.get $P_XM)) (i32.shl (local.get $d) (i32.const 2)))
       (br_if $lanes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $g (global.get $G_LANES)))))
     (local.set $at (call $trace (i32.load (global.get $P_XM)) (local.get $d) (i32.const 0)))
+    (if (i32.load (global.get $HEADS_ON)) (then (call $pool_cell (i32.load (global.get $P_XM)))))  ;; cell 0
     ;; 3. engram keys and values
     (local.set $at (call $engram (local.get $p) (local.get $at)))
     (call $rope_at (local.get $p))
@@ -2468,6 +2498,7 @@
       (call $mlp (local.get $i))
       (call $write_lanes)
       (local.set $at (call $trace (i32.load (global.get $P_X)) (local.get $ld) (local.get $at)))
+      (if (i32.load (global.get $HEADS_ON)) (then (call $pool_layer)))  ;; cell i + 1
       (br_if $layers (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (call $g (global.get $G_L)))))
     (i32.store (global.get $POS) (i32.add (local.get $p) (i32.const 1)))
     (if (local.get $want) (then (call $output)))
@@ -2574,64 +2605,134 @@
           (call $sift (i32.const 0) (local.get $i))
           (br $pop)))))
 
-  ;; Draws the next token from the logits of the last step (*ADDR_LOGITS) with the sampler options
-  ;; (docs/engine.md, "Sampler"): the repetition penalty; then greedy (temperature <= 0: the highest
-  ;; logit, the lowest id on ties); or else weights w = expf((l - lmax)/T), min-p (drop w < minP),
-  ;; top-k (the k best, by weight then id), top-p (the smallest prefix in rank order whose
-  ;; weight reaches topP of the total), and one draw of the splitmix64 generator over the candidates in
-  ;; order (rank order when ranked, else id order).
-  (func $sample (export "sample") (result i32)
-    (local $V i32) (local $i i32) (local $best i32) (local $bv f32) (local $v f32) (local $n i32) (local $s i32)
-    (local $pr i32) (local $t f32) (local $w f32) (local $cum f64) (local $r f64) (local $k i32)
-    (local.set $V (call $g (global.get $G_VOCAB)))
-    (local.set $s (i32.load (global.get $P_SORT)))
-    (local.set $pr (i32.load (global.get $P_PROB)))
-    (memory.copy (local.get $pr) (i32.load (global.get $LOGITS)) (i32.shl (local.get $V) (i32.const 2)))
+  ;; sample(): the next token from the logits of the last step (*ADDR_LOGITS), no mask. The id, or
+  ;; -ERR_NOT_LOADED.
+  (func $sample (export "sample") (result i32) (call $draw (i32.const 0)))
+
+  ;; sample_masked(): the same, drawing only tokens the mask at *ADDR_MASK allows. The id, or
+  ;; -ERR_MASK_EMPTY when the mask allows none of the vocabulary, or -ERR_NOT_LOADED.
+  (func (export "sample_masked") (result i32) (call $draw (i32.load (global.get $MASK))))
+
+  ;; The sampler (docs/engine.md "Sampler", numerics.md), over the tokens `mask` allows (0: all): the
+  ;; repetition penalty; the greedy choice; when the temperature is > 0, weights w = expf((l - lmax)/T),
+  ;; candidates (the greedy choice and the tokens passing min-p), top-k (the k best, by weight then
+  ;; id), top-p (the shortest prefix in rank order reaching topP of the weight), and one draw of the
+  ;; splitmix64 generator over the candidates in order (rank order when ranked, else id order).
+  (func $draw (param $mask i32) (result i32)
+    (local $best i32) (local $n i32) (local $k i32) (local $cutk i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NOT_LOADED)))))
+    (memory.copy (i32.load (global.get $P_PROB)) (i32.load (global.get $LOGITS)) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2)))
     (call $penalize)
-    (local.set $bv (f32.const -inf))
-    (loop $arg  ;; the greedy choice, and lmax for the weights
-      (local.set $v (f32.load (i32.add (local.get $pr) (i32.shl (local.get $i) (i32.const 2)))))
-      (if (f32.gt (local.get $v) (local.get $bv)) (then (local.set $bv (local.get $v)) (local.set $best (local.get $i))))
-      (br_if $arg (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $V))))
-    (local.set $t (f32.load (global.get $S_TEMP)))
-    (if (i32.eqz (f32.gt (local.get $t) (f32.const 0))) (then (return (local.get $best))))
-    ;; weights e^((l - lmax)/T) in place of the logits; candidates: ids whose weight passes min-p
-    ;; (the best one always does), in id order
-    (local.set $i (i32.const 0))
-    (loop $weights
-      (local.set $k (i32.add (local.get $pr) (i32.shl (local.get $i) (i32.const 2))))
-      (local.set $w (call $expf (f32.div (f32.sub (f32.load (local.get $k)) (local.get $bv)) (local.get $t))))
-      (f32.store (local.get $k) (local.get $w))
-      (if (i32.and (i32.eqz (f32.lt (local.get $w) (f32.load (global.get $S_MINP)))) (f32.gt (local.get $w) (f32.const 0)))
-        (then (i32.store (i32.add (local.get $s) (i32.shl (local.get $n) (i32.const 2))) (local.get $i))
-              (local.set $n (i32.add (local.get $n) (i32.const 1)))))
-      (br_if $weights (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $V))))
+    (local.set $best (call $greedy (local.get $mask)))
+    (if (i32.lt_s (local.get $best) (i32.const 0)) (then (return (i32.sub (i32.const 0) (global.get $ERR_MASK_EMPTY)))))
+    (if (i32.eqz (f32.gt (f32.load (global.get $S_TEMP)) (f32.const 0))) (then (return (local.get $best))))
+    (local.set $n (call $candidates (local.get $mask) (local.get $best)))
     ;; rank (by weight, then id) when top-k or top-p needs it; top-k keeps the best k
     (local.set $k (i32.load (global.get $S_TOPK)))
-    (if (i32.or (i32.and (i32.gt_s (local.get $k) (i32.const 0)) (i32.lt_u (local.get $k) (local.get $n)))
-                (f32.lt (f32.load (global.get $S_TOPP)) (f32.const 1)))
+    (local.set $cutk (i32.and (i32.gt_s (local.get $k) (i32.const 0)) (i32.lt_u (local.get $k) (local.get $n))))
+    (if (i32.or (local.get $cutk) (f32.lt (f32.load (global.get $S_TOPP)) (f32.const 1)))
       (then
-        (if (i32.and (i32.gt_s (local.get $k) (i32.const 0)) (i32.lt_u (local.get $k) (local.get $n)))
-          (then (call $keep_best (local.get $n) (local.get $k)) (local.set $n (local.get $k))))
+        (if (local.get $cutk) (then (call $keep_best (local.get $n) (local.get $k)) (local.set $n (local.get $k))))
         (call $rank (local.get $n))))
-    (if (f32.lt (f32.load (global.get $S_TOPP)) (f32.const 1))
-      (then
-        (local.set $r (f64.mul (f64.promote_f32 (f32.load (global.get $S_TOPP))) (call $weight_sum (local.get $n))))
-        (local.set $i (i32.const 0))
-        (block $cut (loop $topp
-          (local.set $cum (f64.add (local.get $cum) (f64.promote_f32 (call $weight_at (local.get $i)))))
-          (local.set $i (i32.add (local.get $i) (i32.const 1)))
-          (br_if $cut (f64.ge (local.get $cum) (local.get $r)))
-          (br_if $topp (i32.lt_u (local.get $i) (local.get $n)))))
-        (local.set $n (local.get $i))))
-    (local.set $r (f64.mul (call $uniform) (call $weight_sum (local.get $n))))
-    (local.set $cum (f64.const 0))
-    (local.set $i (i32.const 0))
-    (loop $draw
+    (if (f32.lt (f32.load (global.get $S_TOPP)) (f32.const 1)) (then (local.set $n (call $top_p (local.get $n)))))
+    (call $pick (local.get $n)))
+
+  ;; 1 if token i may be drawn: there is no mask (0), or bit i mod 32 of u32 word i / 32 of it is set.
+  (func $allowed (param $mask i32) (param $i i32) (result i32)
+    (if (result i32) (local.get $mask)
+      (then (i32.and (i32.shr_u (i32.load (i32.add (local.get $mask) (i32.shl (i32.shr_u (local.get $i) (i32.const 5)) (i32.const 2))))
+                                (local.get $i))
+                     (i32.const 1)))
+      (else (i32.const 1))))
+
+  ;; The greedy choice among the allowed tokens of the working logits (PROB): the highest, the lowest
+  ;; id on ties; the lowest allowed id when no allowed logit is above -inf; -1 when none is allowed.
+  (func $greedy (param $mask i32) (result i32)
+    (local $V i32) (local $i i32) (local $first i32) (local $best i32) (local $bv f32) (local $v f32) (local $pr i32)
+    (local.set $V (call $g (global.get $G_VOCAB)))
+    (local.set $pr (i32.load (global.get $P_PROB)))
+    (local.set $first (i32.const -1))
+    (local.set $best (i32.const -1))
+    (local.set $bv (f32.const -inf))
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $i) (local.get $V)))
+      (if (call $allowed (local.get $mask) (local.get $i))
+        (then
+          (if (i32.lt_s (local.get $first) (i32.const 0)) (then (local.set $first (local.get $i))))
+          (local.set $v (f32.load (i32.add (local.get $pr) (i32.shl (local.get $i) (i32.const 2)))))
+          (if (f32.gt (local.get $v) (local.get $bv)) (then (local.set $bv (local.get $v)) (local.set $best (local.get $i))))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $each)))
+    (select (local.get $first) (local.get $best) (i32.lt_s (local.get $best) (i32.const 0))))
+
+  ;; Weights w = expf((l - lmax) / T) of the allowed tokens in place of their working logits (PROB),
+  ;; lmax = the greedy choice's logit; the candidates at SORT, in id order: the greedy choice, and every
+  ;; allowed token whose weight is not below min-p and is above 0. Returns their count (>= 1).
+  (func $candidates (param $mask i32) (param $best i32) (result i32)
+    (local $V i32) (local $i i32) (local $n i32) (local $at i32) (local $w f32) (local $lmax f32) (local $t f32)
+    (local.set $V (call $g (global.get $G_VOCAB)))
+    (local.set $lmax (f32.load (i32.add (i32.load (global.get $P_PROB)) (i32.shl (local.get $best) (i32.const 2)))))
+    (local.set $t (f32.load (global.get $S_TEMP)))
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $i) (local.get $V)))
+      (if (call $allowed (local.get $mask) (local.get $i))
+        (then
+          (local.set $at (i32.add (i32.load (global.get $P_PROB)) (i32.shl (local.get $i) (i32.const 2))))
+          (local.set $w (call $expf (f32.div (f32.sub (f32.load (local.get $at)) (local.get $lmax)) (local.get $t))))
+          (f32.store (local.get $at) (local.get $w))
+          (if (i32.or (i32.eq (local.get $i) (local.get $best))
+                      (i32.and (i32.eqz (f32.lt (local.get $w) (f32.load (global.get $S_MINP)))) (f32.gt (local.get $w) (f32.const 0))))
+            (then (i32.store (i32.add (i32.load (global.get $P_SORT)) (i32.shl (local.get $n) (i32.const 2))) (local.get $i))
+                  (local.set $n (i32.add (local.get $n) (i32.const 1)))))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $each)))
+    (local.get $n))
+
+  ;; Top-p over the n ranked candidates: the count of the shortest prefix whose f64 weight sum reaches
+  ;; topP x the sum of all n (at least 1).
+  (func $top_p (param $n i32) (result i32)
+    (local $target f64) (local $cum f64) (local $i i32)
+    (local.set $target (f64.mul (f64.promote_f32 (f32.load (global.get $S_TOPP))) (call $weight_sum (local.get $n))))
+    (block $cut (loop $each
       (local.set $cum (f64.add (local.get $cum) (f64.promote_f32 (call $weight_at (local.get $i)))))
-      (if (f64.lt (local.get $r) (local.get $cum)) (then (return (i32.load (i32.add (local.get $s) (i32.shl (local.get $i) (i32.const 2)))))))
-      (br_if $draw (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
-    (i32.load (i32.add (local.get $s) (i32.shl (i32.sub (local.get $n) (i32.const 1)) (i32.const 2)))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br_if $cut (f64.ge (local.get $cum) (local.get $target)))
+      (br_if $each (i32.lt_u (local.get $i) (local.get $n)))))
+    (local.get $i))
+
+  ;; One draw u in [0, 1) over the n candidates in order: the first whose cumulative f64 weight passes
+  ;; u x the total (the last one if rounding leaves none).
+  (func $pick (param $n i32) (result i32)
+    (local $r f64) (local $cum f64) (local $i i32)
+    (local.set $r (f64.mul (call $uniform) (call $weight_sum (local.get $n))))
+    (loop $each
+      (local.set $cum (f64.add (local.get $cum) (f64.promote_f32 (call $weight_at (local.get $i)))))
+      (if (f64.lt (local.get $r) (local.get $cum)) (then (return (i32.load (i32.add (i32.load (global.get $P_SORT)) (i32.shl (local.get $i) (i32.const 2)))))))
+      (br_if $each (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (i32.load (i32.add (i32.load (global.get $P_SORT)) (i32.shl (i32.sub (local.get $n) (i32.const 1)) (i32.const 2)))))
+
+  ;; logprob(token): log p(token) under the softmax of the last step's logits at temperature 1, with no
+  ;; mask and no penalty (docs/numerics.md "Log-probability"): lmax = the largest logit; S = f32(sum of
+  ;; f64(expf(l_i - lmax)) in id order); (l_token - lmax) - logf(S). NaN for a token past the vocabulary
+  ;; or before load.
+  (func (export "logprob") (param $tok i32) (result f32)
+    (local $V i32) (local $l i32) (local $i i32) (local $mx f32) (local $v f32) (local $sum f64)
+    (local.set $V (call $g (global.get $G_VOCAB)))
+    (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $tok) (local.get $V)))
+      (then (return (f32.const nan))))
+    (local.set $l (i32.load (global.get $LOGITS)))
+    (local.set $mx (f32.const -inf))
+    (loop $max
+      (local.set $v (f32.load (i32.add (local.get $l) (i32.shl (local.get $i) (i32.const 2)))))
+      (if (f32.gt (local.get $v) (local.get $mx)) (then (local.set $mx (local.get $v))))
+      (br_if $max (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $V))))
+    (local.set $i (i32.const 0))
+    (loop $sum_
+      (local.set $sum (f64.add (local.get $sum) (f64.promote_f32 (call $expf (f32.sub
+        (f32.load (i32.add (local.get $l) (i32.shl (local.get $i) (i32.const 2)))) (local.get $mx))))))
+      (br_if $sum_ (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $V))))
+    (f32.sub (f32.sub (f32.load (i32.add (local.get $l) (i32.shl (local.get $tok) (i32.const 2)))) (local.get $mx))
+             (call $logf (f32.demote_f64 (local.get $sum)))))
 
   ;; Keeps the k best of the n candidates at SORT in SORT[0..k): a heap whose root is the worst kept.
   (func $keep_best (param $n i32) (param $k i32)
@@ -2663,6 +2764,240 @@
       (local.set $sum (f64.add (local.get $sum) (f64.promote_f32 (call $weight_at (local.get $i)))))
       (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
     (local.get $sum))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Probe heads: streaming-softmax pooling of every cell of the session, then each head's output
+  ;; (docs/model.md "Probe heads", numerics.md "Probe heads"; host/heads.cpp in the same order)
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Descriptor of probe head h (the table at the top of the module).
+  (func $head (param $h i32) (result i32)
+    (i32.add (i32.load (global.get $P_HEADS)) (i32.shl (local.get $h) (i32.const 5))))
+
+  ;; At load: the scratch of the pooling and one descriptor per head, with its probes transposed and
+  ;; its running state. 0, or ERR_MEMORY. No heads: nothing is allocated.
+  (func $alloc_heads (result i32)
+    (local $n i32) (local $h i32) (local $desc i32) (local $rec i32) (local $p i32) (local $d i32) (local $ok i32)
+    (i32.store (global.get $P_HEADS) (i32.const 0))
+    (local.set $n (i32.load (global.get $NHEADS)))
+    (if (i32.eqz (local.get $n)) (then (return (i32.const 0))))
+    (local.set $d (i32.shl (call $g (global.get $G_D)) (i32.const 2)))
+    (local.set $ok (i32.ne (call $buf (global.get $P_HEADS) (i32.shl (local.get $n) (i32.const 5))) (i32.const 0)))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_CELL) (local.get $d)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_HSCORE) (i32.const 32)) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_POOLV) (i32.shl (local.get $d) (i32.const 3))) (i32.const 0))))
+    (loop $each
+      (local.set $desc (call $head (local.get $h)))
+      (local.set $rec (i32.add (i32.add (i32.load (global.get $CORE)) (i32.const 1)) (i32.mul (local.get $h) (i32.const 3))))
+      (local.set $p (i32.load offset=8 (call $rec (local.get $rec))))
+      (i32.store (local.get $desc) (call $head_code (local.get $h)))
+      (i32.store offset=4 (local.get $desc) (local.get $p))
+      (i32.store offset=8 (local.get $desc) (i32.load offset=8 (call $rec (i32.add (local.get $rec) (i32.const 2)))))
+      (i32.store offset=28 (local.get $desc) (local.get $rec))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 12)) (i32.mul (local.get $d) (local.get $p))) (i32.const 0))))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 16)) (i32.shl (local.get $p) (i32.const 2))) (i32.const 0))))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 20)) (i32.shl (local.get $p) (i32.const 2))) (i32.const 0))))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 24)) (i32.mul (local.get $d) (local.get $p))) (i32.const 0))))
+      (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
+      (call $transpose_probes (local.get $desc))
+      (br_if $each (i32.lt_u (local.tee $h (i32.add (local.get $h) (i32.const 1))) (local.get $n))))
+    (i32.const 0))
+
+  ;; The head's probes [P][d] (widened from fp16 by load) copied to [d][P]: lane j of vector q of a
+  ;; column c is probe 4q + j, so one vector accumulates the dots of four probes.
+  (func $transpose_probes (param $desc i32)
+    (local $src i32) (local $dst i32) (local $p i32) (local $d i32) (local $k i32) (local $c i32)
+    (local.set $src (call $fdata (call $rec (i32.load offset=28 (local.get $desc)))))
+    (local.set $dst (i32.load offset=12 (local.get $desc)))
+    (local.set $p (i32.load offset=4 (local.get $desc)))
+    (local.set $d (call $g (global.get $G_D)))
+    (loop $probes
+      (local.set $c (i32.const 0))
+      (loop $cols
+        (f32.store (i32.add (local.get $dst) (i32.shl (i32.add (i32.mul (local.get $c) (local.get $p)) (local.get $k)) (i32.const 2)))
+          (f32.load (i32.add (local.get $src) (i32.shl (i32.add (i32.mul (local.get $k) (local.get $d)) (local.get $c)) (i32.const 2)))))
+        (br_if $cols (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $d))))
+      (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $p)))))
+
+  ;; Empties every head's pooling: max -inf, sum 0, weighted sum 0; no cell pooled.
+  (func $heads_clear
+    (local $h i32) (local $desc i32) (local $k i32)
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
+      (local.set $desc (call $head (local.get $h)))
+      (local.set $k (i32.const 0))
+      (loop $probes
+        (f32.store (i32.add (i32.load offset=16 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))) (f32.const -inf))
+        (f32.store (i32.add (i32.load offset=20 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))) (f32.const 0))
+        (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load offset=4 (local.get $desc)))))
+      (call $zero (i32.load offset=24 (local.get $desc))
+        (i32.shl (i32.mul (i32.load offset=4 (local.get $desc)) (call $g (global.get $G_D))) (i32.const 2)))
+      (local.set $h (i32.add (local.get $h) (i32.const 1)))
+      (br $each)))
+    (i32.store (global.get $POOLED) (i32.const 0)))
+
+  ;; heads_begin(): empties the pooling and has every later step feed it its cells, until heads_end or
+  ;; the next session_reset. 0, or ERR_NOT_LOADED, ERR_NO_HEAD (the archive has no probe heads), or
+  ;; the error of the session_reset that a first step would do anyway.
+  (func (export "heads_begin") (result i32)
+    (local $r i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
+    (if (i32.eqz (i32.load (global.get $NHEADS))) (then (return (global.get $ERR_NO_HEAD))))
+    (if (i32.eqz (i32.load (global.get $KV_CAP)))
+      (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
+    (call $heads_clear)
+    (i32.store (global.get $HEADS_ON) (i32.const 1))
+    (i32.const 0))
+
+  ;; heads_end(): later steps no longer feed the pooling; what it holds stays readable. Always 0.
+  (func (export "heads_end") (result i32)
+    (i32.store (global.get $HEADS_ON) (i32.const 0))
+    (i32.const 0))
+
+  ;; Pools one cell (d f32 at x) into every probe of every head.
+  (func $pool_cell (param $x i32)
+    (local $h i32)
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
+      (call $pool_head (call $head (local.get $h)) (local.get $x))
+      (local.set $h (i32.add (local.get $h) (i32.const 1)))
+      (br $each)))
+    (i32.store (global.get $POOLED) (i32.add (i32.load (global.get $POOLED)) (i32.const 1))))
+
+  ;; The cell after a layer: the lane mean (before final_norm), pooled.
+  (func $pool_layer
+    (call $lane_mean (i32.load (global.get $P_CELL)))
+    (call $pool_cell (i32.load (global.get $P_CELL))))
+
+  ;; One head, one cell: the scores t_k = (x . probe_k) / sqrt(d) of its P probes, four per vector
+  ;; (each lane the sequential f32 sum over c = 0..d-1 of one probe), then each probe's update.
+  (func $pool_head (param $desc i32) (param $x i32)
+    (local $p i32) (local $d i32) (local $pt i32) (local $q i32) (local $c i32) (local $acc v128) (local $k i32)
+    (local.set $p (i32.load offset=4 (local.get $desc)))
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $pt (i32.load offset=12 (local.get $desc)))
+    (loop $groups
+      (local.set $acc (v128.const i32x4 0 0 0 0))
+      (local.set $c (i32.const 0))
+      (loop $dot
+        (local.set $acc (f32x4.add (local.get $acc)
+          (f32x4.mul (f32x4.splat (f32.load (i32.add (local.get $x) (i32.shl (local.get $c) (i32.const 2)))))
+                     (v128.load (i32.add (local.get $pt) (i32.shl (i32.add (i32.mul (local.get $c) (local.get $p)) (local.get $q)) (i32.const 2)))))))
+        (br_if $dot (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $d))))
+      (v128.store (i32.add (i32.load (global.get $P_HSCORE)) (i32.shl (local.get $q) (i32.const 2)))
+        (f32x4.div (local.get $acc) (f32x4.splat (f32.load (global.get $SQRTD)))))
+      (br_if $groups (i32.lt_u (local.tee $q (i32.add (local.get $q) (i32.const 4))) (local.get $p))))
+    (loop $probes
+      (call $pool_probe (local.get $desc) (local.get $k)
+        (f32.load (i32.add (i32.load (global.get $P_HSCORE)) (i32.shl (local.get $k) (i32.const 2)))) (local.get $x))
+      (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $p)))))
+
+  ;; The streaming-softmax update of probe k with score t and cell x:
+  ;;   t > max:   s = e^(max - t); sum = sum s + 1; acc = acc s + x; max = t
+  ;;   otherwise: w = e^(t - max); sum = sum + w;   acc = acc + w x
+  (func $pool_probe (param $desc i32) (param $k i32) (param $t f32) (param $x i32)
+    (local $mp i32) (local $sp i32) (local $acc i32) (local $m f32) (local $w f32) (local $d i32)
+    (local.set $d (call $g (global.get $G_D)))
+    (local.set $mp (i32.add (i32.load offset=16 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $sp (i32.add (i32.load offset=20 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $acc (i32.add (i32.load offset=24 (local.get $desc)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
+    (local.set $m (f32.load (local.get $mp)))
+    (if (f32.gt (local.get $t) (local.get $m))
+      (then
+        (local.set $w (call $expf (f32.sub (local.get $m) (local.get $t))))
+        (f32.store (local.get $sp) (f32.add (f32.mul (f32.load (local.get $sp)) (local.get $w)) (f32.const 1)))
+        (call $scale_add (local.get $acc) (local.get $w) (local.get $x) (local.get $d))
+        (f32.store (local.get $mp) (local.get $t)))
+      (else
+        (local.set $w (call $expf (f32.sub (local.get $t) (local.get $m))))
+        (f32.store (local.get $sp) (f32.add (f32.load (local.get $sp)) (local.get $w)))
+        (call $axpy (local.get $acc) (local.get $w) (local.get $x) (local.get $d)))))
+
+  ;; y[0..n) = y * s + x (n a multiple of 4)
+  (func $scale_add (param $y i32) (param $s f32) (param $x i32) (param $n i32)
+    (local $sv v128) (local $i i32) (local $e i32)
+    (local.set $sv (f32x4.splat (local.get $s)))
+    (local.set $e (i32.shl (local.get $n) (i32.const 2)))
+    (loop $l
+      (v128.store (i32.add (local.get $y) (local.get $i))
+        (f32x4.add (f32x4.mul (v128.load (i32.add (local.get $y) (local.get $i))) (local.get $sv))
+                   (v128.load (i32.add (local.get $x) (local.get $i)))))
+      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e)))))
+
+  ;; head_code(h): 1 (contrastive) or 2 (confidence); 0 when there is no head h.
+  (func (export "head_code") (param $h i32) (result i32)
+    (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
+      (then (return (i32.const 0))))
+    (i32.load (call $head (local.get $h))))
+
+  ;; head_size(h): the floats head_output writes for head h (128 contrastive, 1 confidence); 0 when
+  ;; there is no head h.
+  (func (export "head_size") (param $h i32) (result i32)
+    (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
+      (then (return (i32.const 0))))
+    (i32.load offset=8 (call $head (local.get $h))))
+
+  ;; head_output(h, out): head h over every cell pooled since heads_begin, written as f32 at out:
+  ;; pooled = acc / sum per probe, out = proj pooled + bias, L2-normalised for a contrastive head. The
+  ;; float count, or -ERR_NOT_LOADED, -ERR_NO_HEAD (no head h), -ERR_NO_CELLS (nothing pooled).
+  (func (export "head_output") (param $h i32) (param $out i32) (result i32)
+    (local $desc i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NOT_LOADED)))))
+    (if (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NO_HEAD)))))
+    (if (i32.eqz (i32.load (global.get $POOLED))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NO_CELLS)))))
+    (local.set $desc (call $head (local.get $h)))
+    (call $pooled (local.get $desc))
+    (call $project (local.get $desc) (local.get $out))
+    (if (i32.eq (i32.load (local.get $desc)) (i32.const 1))
+      (then (call $l2_normalize (local.get $out) (i32.load offset=8 (local.get $desc)))))
+    (i32.load offset=8 (local.get $desc)))
+
+  ;; POOLV = the head's pooled probes, probe-major: acc_k[c] / sum_k.
+  (func $pooled (param $desc i32)
+    (local $k i32) (local $c i32) (local $d i32) (local $sum f32) (local $src i32) (local $dst i32)
+    (local.set $d (call $g (global.get $G_D)))
+    (loop $probes
+      (local.set $sum (f32.load (i32.add (i32.load offset=20 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2)))))
+      (local.set $src (i32.add (i32.load offset=24 (local.get $desc)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
+      (local.set $dst (i32.add (i32.load (global.get $P_POOLV)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
+      (local.set $c (i32.const 0))
+      (loop $cols
+        (f32.store (i32.add (local.get $dst) (local.get $c)) (f32.div (f32.load (i32.add (local.get $src) (local.get $c))) (local.get $sum)))
+        (br_if $cols (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (i32.shl (local.get $d) (i32.const 2)))))
+      (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load offset=4 (local.get $desc))))))
+
+  ;; out[o] = (sum over j of proj[o][j] POOLV[j], from 0 in j order) + bias[o], for each output o.
+  (func $project (param $desc i32) (param $out i32)
+    (local $in i32) (local $o i32) (local $j i32) (local $row i32) (local $acc f32) (local $v i32)
+    (local.set $in (i32.mul (i32.load offset=4 (local.get $desc)) (call $g (global.get $G_D))))
+    (local.set $v (i32.load (global.get $P_POOLV)))
+    (loop $outs
+      (local.set $row (i32.add (call $fdata (call $rec (i32.add (i32.load offset=28 (local.get $desc)) (i32.const 1))))
+                               (i32.shl (i32.mul (local.get $o) (local.get $in)) (i32.const 2))))
+      (local.set $acc (f32.const 0))
+      (local.set $j (i32.const 0))
+      (loop $dot
+        (local.set $acc (f32.add (local.get $acc) (f32.mul (f32.load (i32.add (local.get $row) (i32.shl (local.get $j) (i32.const 2))))
+                                                           (f32.load (i32.add (local.get $v) (i32.shl (local.get $j) (i32.const 2)))))))
+        (br_if $dot (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (local.get $in))))
+      (f32.store (i32.add (local.get $out) (i32.shl (local.get $o) (i32.const 2)))
+        (f32.add (local.get $acc) (f32.load (i32.add (call $fdata (call $rec (i32.add (i32.load offset=28 (local.get $desc)) (i32.const 2))))
+                                                     (i32.shl (local.get $o) (i32.const 2))))))
+      (br_if $outs (i32.lt_u (local.tee $o (i32.add (local.get $o) (i32.const 1))) (i32.load offset=8 (local.get $desc))))))
+
+  ;; x[0..n) /= sqrt(sum of x_i^2 + 1e-12) (the sum from 0 in order): the contrastive L2 norm.
+  (func $l2_normalize (param $x i32) (param $n i32)
+    (local $i i32) (local $ss f32) (local $v f32) (local $norm f32)
+    (loop $sum
+      (local.set $v (f32.load (i32.add (local.get $x) (i32.shl (local.get $i) (i32.const 2)))))
+      (local.set $ss (f32.add (local.get $ss) (f32.mul (local.get $v) (local.get $v))))
+      (br_if $sum (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
+    (local.set $norm (f32.sqrt (f32.add (local.get $ss) (f32.const 1e-12))))
+    (local.set $i (i32.const 0))
+    (loop $div
+      (local.set $v (f32.load (i32.add (local.get $x) (i32.shl (local.get $i) (i32.const 2)))))
+      (f32.store (i32.add (local.get $x) (i32.shl (local.get $i) (i32.const 2))) (f32.div (local.get $v) (local.get $norm)))
+      (br_if $div (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n)))))
 
   ;; A scratch block of at least n bytes for the host's text and ids (grown on demand).
   (func $io_buffer (export "io_buffer") (param $n i32) (result i32)

@@ -112,21 +112,22 @@ uint32_t Sampler::sample(std::span<const float> logits, std::span<const uint32_t
   std::copy(logits.begin(), logits.end(), work_.begin());
   penalize(history);
 
-  // Greedy choice and lmax over the allowed tokens: the highest logit, the lowest id on ties; the
-  // lowest allowed id when no allowed logit is above -inf.
+  // The greedy choice over the allowed tokens: the highest logit, the lowest id on ties; the lowest
+  // allowed id when no allowed logit is above -inf. lmax is its logit.
   int64_t first = -1, best = -1;
-  float lmax = -std::numeric_limits<float>::infinity();
+  float top = -std::numeric_limits<float>::infinity();
   for (uint32_t i = 0; i < vocab_; ++i) {
     if (!allowed(i)) continue;
     if (first < 0) first = i;
-    if (work_[i] > lmax) {
-      lmax = work_[i];
+    if (work_[i] > top) {
+      top = work_[i];
       best = i;
     }
   }
   if (first < 0)
     throw Error("sampler: the token mask allows none of the " + std::to_string(vocab_) + " ids");
   if (best < 0) best = first;
+  const float lmax = work_[best];
   const float t = options_.temperature;
   if (!(t > 0.0f)) return static_cast<uint32_t>(best);
 

@@ -11,6 +11,10 @@
 //   const out = await engine.generate(ids, { maxTokens: 32 });
 //   engine.stop();                              // from anywhere: ends generate after the current token
 //   await engine.close();
+//
+// Token by token (constrained decoding): step(token) for the logits, setSampler(options, {seed}) once,
+// then sampleToken({mask}) -> {token, logprob} with a Uint32Array mask of the allowed ids. Probe heads:
+// headsBegin() after reset(), run the positions, then headOutputs().
 
 const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
 const PAGE = 65536;
@@ -207,6 +211,27 @@ export class NeedleEngine {
     return this.call('generate', { ids, maxTokens, sampler, seed, stopIds: stops, wantRows, stream: !!onToken },
       { onEvent: onToken ? (m) => onToken(m.token) : null });
   }
+
+  // The sampler's options {temperature, topK, topP, minP, repetitionPenalty, repetitionWindow} (each
+  // off by default) and the generator's seed (a BigInt or integer, as u64), for sampleToken.
+  async setSampler(sampler = {}, { seed = 0 } = {}) { await this.call('configureSampler', { sampler, seed }); }
+
+  // The next token from the last step's logits with the options of setSampler; `mask` (null, or a
+  // Uint32Array of ceil(vocab / 32) words, bit id % 32 of word id / 32 set = id allowed) limits it to the
+  // allowed ids. Returns {token, logprob}: logprob is log p(token) under the unmasked softmax at
+  // temperature 1. A mask that allows no id throws EngineError ERR_MASK_EMPTY. The token is not run.
+  async sampleToken({ mask = null } = {}) { return this.call('sampleToken', { mask }); }
+
+  // log p(token) under the softmax of the last step's logits at temperature 1 (no mask, no penalty).
+  async logprob(token) { return this.call('logprob', { token }); }
+
+  // Probe heads: headsBegin() empties the pooling, and every later step of this session feeds it (until
+  // headsEnd() or reset()); returns the number of heads. Throws ERR_NO_HEAD for an archive without heads.
+  async headsBegin() { return this.call('headsBegin'); }
+  async headsEnd() { await this.call('headsEnd'); }
+  // [{head, kind: 'contrastive' | 'confidence', output: Float32Array}] over every position pooled so
+  // far (the contrastive output is L2-normalised; the confidence output is one logit).
+  async headOutputs() { return this.call('headOutputs'); }
 
   // Ends a running generate after its current token (safe from any thread, at any time).
   stop() { Atomics.store(new Int32Array(this.memory.buffer), this.constant('ADDR_STOP') >> 2, 1); }

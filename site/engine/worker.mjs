@@ -62,10 +62,55 @@ function fail(code, what) {
   return e;
 }
 
+// An error with a message of its own and the engine's code for it (e.g. ERR_FULL).
+function refuse(name, message) {
+  const e = new Error(message);
+  e.code = ex[name].value;
+  return e;
+}
+
+// The sampler's options ({temperature, topK, topP, minP, repetitionPenalty, repetitionWindow}, each
+// off by default) and the generator's 64-bit seed (a BigInt or a non-negative integer).
+function configureSampler(sampler = {}, seed = 0) {
+  ex.sampler(sampler.temperature ?? 0, sampler.topK ?? 0, sampler.topP ?? 1, sampler.minP ?? 0,
+             sampler.repetitionPenalty ?? 1, sampler.repetitionWindow ?? 0);
+  const big = BigInt.asUintN(64, BigInt(seed));
+  ex.seed(Number(big & 0xffffffffn) | 0, Number(big >> 32n) | 0);
+}
+
+// Writes a token mask (a Uint32Array of ceil(vocab / 32) words: bit id % 32 of word id / 32 set =
+// token id allowed) into the engine's mask block.
+function writeMask(mask) {
+  const words = (geometry().vocab + 31) >>> 5;
+  if (!(mask instanceof Uint32Array) || mask.length !== words)
+    throw refuse('ERR_ARG', `token mask: expected a Uint32Array of ${words} words for a vocabulary of ` +
+                            `${geometry().vocab}, got ${mask && mask.constructor ? mask.constructor.name : typeof mask}` +
+                            `${mask && mask.length !== undefined ? ` of ${mask.length}` : ''}`);
+  u32().set(mask, field('ADDR_MASK') >> 2);
+}
+
+// One token from the last logits: with a mask, only among the tokens it allows.
+function sampleOne(mask) {
+  if (mask) writeMask(mask);
+  const token = mask ? ex.sample_masked() : ex.sample();
+  if (token === -ex.ERR_MASK_EMPTY.value)
+    throw refuse('ERR_MASK_EMPTY', `sample: the token mask allows none of the ${geometry().vocab} ids`);
+  if (token < 0) throw fail(-token, 'sample');
+  return token;
+}
+
+const HEAD_KINDS = { 1: 'contrastive', 2: 'confidence' };
+
 // Runs one prompt (teacher-forced) and then a decode loop with the wasm sampler.
 function generate(request, streamId) {
   const { ids, maxTokens = 0, sampler = {}, seed = 0, stopIds = [], wantRows = false, stream = false } = request;
   const vocab = geometry().vocab;
+  const maxSeq = geometry().max_seq_len;
+  const used = field('ADDR_POS');
+  // The whole prompt must fit the session: refused before any step, the session left as it was.
+  if (ids.length > maxSeq - used)
+    throw refuse('ERR_FULL', `prompt of ${ids.length} tokens is longer than the ${maxSeq - used} positions left ` +
+                             `(max_seq_len ${maxSeq}, ${used} used); nothing was run`);
   const rows = [];
   const stopAt = ex.ADDR_STOP.value >> 2;
   Atomics.store(i32(), stopAt, 0);
@@ -78,16 +123,12 @@ function generate(request, streamId) {
     if (want && wantRows) rows.push(logitsCopy());
   }
   const prefillMs = now() - t0;
-  ex.sampler(sampler.temperature ?? 0, sampler.topK ?? 0, sampler.topP ?? 1, sampler.minP ?? 0,
-             sampler.repetitionPenalty ?? 1, sampler.repetitionWindow ?? 0);
-  const big = BigInt.asUintN(64, BigInt(seed));
-  ex.seed(Number(big & 0xffffffffn) | 0, Number(big >> 32n) | 0);
+  configureSampler(sampler, seed);
   const generated = [];
   let decodeSteps = 0;
-  const maxSeq = geometry().max_seq_len;
   t0 = now();
   while (generated.length < maxTokens && ids.length > 0) {
-    const next = ex.sample();
+    const next = sampleOne(null);
     generated.push(next);
     if (stream) post({ id: streamId, event: 'token', token: next });
     if (stopIds.includes(next) || generated.length === maxTokens || field('ADDR_POS') >= maxSeq) break;
@@ -158,6 +199,42 @@ const ops = {
     return { trace: f32().slice(t >> 2, (t >> 2) + n), logits: f32().slice(p, p + geometry().vocab) };
   },
   generate: (request, id) => generate(request, id),
+  configureSampler: ({ sampler, seed }) => { configureSampler(sampler, seed); return 0; },
+  // The next token from the last step's logits (mask: null or a Uint32Array), and its log-probability
+  // under the unmasked softmax at temperature 1 (for the call's decode probability).
+  sampleToken: ({ mask = null }) => {
+    const token = sampleOne(mask);
+    return { token, logprob: ex.logprob(token) };
+  },
+  logprob: ({ token }) => {
+    if (!Number.isInteger(token) || token < 0 || token >= geometry().vocab)
+      throw refuse('ERR_TOKEN', `logprob: token ${token} is not an id of the vocabulary (${geometry().vocab})`);
+    return ex.logprob(token);
+  },
+  headsBegin: () => {
+    const rc = ex.heads_begin();
+    if (rc === ex.ERR_NO_HEAD.value) throw refuse('ERR_NO_HEAD', 'heads: the archive has no probe heads');
+    if (rc) throw fail(rc, 'heads_begin');
+    return field('ADDR_NHEADS');
+  },
+  headsEnd: () => ex.heads_end(),
+  // Every head's output over the cells pooled since headsBegin: [{head, kind, output}].
+  headOutputs: () => {
+    const heads = field('ADDR_NHEADS');
+    if (!heads) throw refuse('ERR_NO_HEAD', 'heads: the archive has no probe heads');
+    const out = [];
+    for (let h = 0; h < heads; h++) {
+      const n = ex.head_size(h);
+      const p = ex.io_buffer(n * 4 + 64);
+      if (!p) throw fail(ex.ERR_MEMORY.value, 'head output');
+      const rc = ex.head_output(h, p);
+      if (rc === -ex.ERR_NO_CELLS.value)
+        throw refuse('ERR_NO_CELLS', 'heads: nothing pooled (call headsBegin, then run positions)');
+      if (rc < 0) throw fail(-rc, `head_output ${h}`);
+      out.push({ head: h, kind: HEAD_KINDS[ex.head_code(h)], output: f32().slice(p >> 2, (p >> 2) + rc) });
+    }
+    return out;
+  },
   dequantRow: ({ record, row }) => {
     const cols = ex.record_cols(record);
     const out = ex.alloc(cols * 4 + 64);
@@ -187,15 +264,14 @@ const ops = {
     (normalized ? ex.fwht_norm : ex.fwht)(p, values.length);
     return f32().slice(p >> 2, (p >> 2) + values.length);
   },
-  sample: ({ logits, sampler = {}, seed, history = [] }) => {
-    // Test entry: sampler on given logits (written over the engine's logits buffer).
+  sample: ({ logits, sampler = {}, seed = 0, mask = null }) => {
+    // Test entry: sampler on given logits (written over the engine's logits buffer); the penalty
+    // reads the session's tokens.
     const p = field('ADDR_LOGITS') >> 2;
     f32().set(logits, p);
-    ex.sampler(sampler.temperature ?? 0, sampler.topK ?? 0, sampler.topP ?? 1, sampler.minP ?? 0,
-               sampler.repetitionPenalty ?? 1, sampler.repetitionWindow ?? 0);
-    if (seed !== undefined) ex.seed(seed | 0, 0);
+    configureSampler(sampler, seed);
     const draws = [];
-    for (let k = 0; k < (sampler.draws ?? 1); k++) draws.push(ex.sample());
+    for (let k = 0; k < (sampler.draws ?? 1); k++) draws.push(sampleOne(mask));
     return draws;
   },
   // Test entries: load() over many truncations / byte flips of the archive already in memory
