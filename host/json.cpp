@@ -508,6 +508,12 @@ std::string pretty(const Value& value) {
 
 void appendQuoted(std::string& out, std::string_view utf8) { appendString(out, utf8, true); }
 
+std::string quoteReadable(std::string_view utf8) {
+  std::string out;
+  appendString(out, utf8, false);
+  return out;
+}
+
 std::string quote(std::string_view utf8) {
   std::string out;
   appendString(out, utf8, true);
@@ -519,14 +525,6 @@ std::string quote(std::string_view utf8) {
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-
-// A number literal as sign x digits x 10^exponent, with no leading or trailing zeros in `digits`
-// (zero has no digits). The exponent saturates far beyond anything a literal's digits can reach.
-struct Decimal {
-  bool negative = false;
-  std::string digits;
-  int64_t exponent = 0;
-};
 
 bool readDecimal(std::string_view s, Decimal* out) {
   Decimal d;
@@ -577,12 +575,6 @@ bool readDecimal(std::string_view s, Decimal* out) {
   return true;
 }
 
-Decimal decimalOf(std::string_view literal) {
-  Decimal d;
-  if (!readDecimal(literal, &d)) throw Error("\"" + std::string(literal) + "\" is not a JSON number");
-  return d;
-}
-
 // Compares magnitudes: the position of the leading digit first, then the digits.
 int compareMagnitude(const Decimal& a, const Decimal& b) {
   if (a.digits.empty() || b.digits.empty()) return a.digits.empty() ? (b.digits.empty() ? 0 : -1) : 1;
@@ -595,13 +587,19 @@ int compareMagnitude(const Decimal& a, const Decimal& b) {
 
 }  // namespace
 
+Decimal decimal(std::string_view literal) {
+  Decimal d;
+  if (!readDecimal(literal, &d)) throw Error("\"" + std::string(literal) + "\" is not a JSON number");
+  return d;
+}
+
 bool isNumberLiteral(std::string_view text) {
   Decimal d;
   return readDecimal(text, &d);
 }
 
 int compareNumbers(std::string_view a, std::string_view b) {
-  const Decimal x = decimalOf(a), y = decimalOf(b);
+  const Decimal x = decimal(a), y = decimal(b);
   const bool xNegative = x.negative && !x.digits.empty(), yNegative = y.negative && !y.digits.empty();
   if (xNegative != yNegative) return xNegative ? -1 : 1;
   const int magnitude = compareMagnitude(x, y);
@@ -609,7 +607,7 @@ int compareNumbers(std::string_view a, std::string_view b) {
 }
 
 bool isIntegral(std::string_view literal) {
-  const Decimal d = decimalOf(literal);
+  const Decimal d = decimal(literal);
   return d.digits.empty() || d.exponent >= 0;
 }
 

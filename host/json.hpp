@@ -83,10 +83,22 @@ std::string pretty(const Value& value);
 // surrogate pair. `utf8` must be valid UTF-8 (Error otherwise).
 std::string quote(std::string_view utf8);
 void appendQuoted(std::string& out, std::string_view utf8);
+// A string literal as pretty() writes it (non-ASCII kept as UTF-8), for messages meant for people.
+std::string quoteReadable(std::string_view utf8);
 
 // Deep equality as JSON values: numbers by exact decimal value (1.0 == 1 == 1e0), objects by their
 // members regardless of order, arrays and strings exactly.
 bool equal(const Value& a, const Value& b);
+
+// A number literal as sign x digits x 10^exponent, `digits` without leading or trailing zeros (zero
+// has none, whatever its sign). The exponent saturates at +-2^40, far past any literal's digits.
+struct Decimal {
+  bool negative = false;
+  std::string digits;
+  int64_t exponent = 0;
+};
+// Error if `literal` is not a JSON number literal.
+Decimal decimal(std::string_view literal);
 
 // Exact comparison of two JSON number literals by decimal value: -1, 0 or 1. Error if either is not
 // a JSON number literal.
