@@ -1,6 +1,7 @@
 // Probe heads in the engine (headsBegin / headOutputs) against the C++ reference (needle-ref --heads,
-// host/heads.cpp) on base.cact, which has a contrastive and a confidence head: bit for bit in A8 mode,
-// over a prompt and the tokens generated and fed back, at 1 and 2 threads, with and without sinks.
+// host/heads.cpp) on base.cact and micro.cact, which have a contrastive and a confidence head: bit for
+// bit in A8 mode, over a prompt and the tokens generated and fed back, at 1 and 2 threads, with and
+// without sinks.
 // Also: pooling never changes the logits; headsEnd and reset stop it; an archive without heads says
 // so; loading an archive without heads after one with them.
 import assert from 'node:assert/strict';
@@ -58,6 +59,19 @@ test('head outputs equal needle-ref --heads bit for bit (base, A8), prompt and r
       assert.equal(confidence.output.length, 1);
     });
   }
+});
+
+const micro = model('micro.cact');
+test('head outputs equal needle-ref --heads bit for bit (micro, A8)', { skip: skip || (!micro && 'needs micro.cact') }, async () => {
+  const ids = prompt.map((t) => t % 8192);
+  const ref = referenceHeads(micro, ids, { generate: 24 });
+  await withEngine({}, 120000, async (engine) => {
+    await engine.load(micro);
+    assert.equal(await engine.headsBegin(), ref.heads.length);
+    const r = await engine.generate(ids, { maxTokens: 24 });
+    assert.deepEqual(r.generated, ref.generated_ids);
+    assertSameHeads(await engine.headOutputs(), ref.heads, 'micro');
+  });
 });
 
 test('pooling never changes the logits; headsEnd and reset stop it', { skip }, async () => {
