@@ -69,11 +69,18 @@ class Grammar {
 };
 
 // Where a reply stands. A fixed-size value (no heap), cheap to copy, comparable and hashable, so
-// that masks can be memoised by state.
+// that masks can be memoised by state. Only the live frames (the stack up to its depth) make up the
+// state: copies, equality and the hash look at nothing else.
 class Matcher {
  public:
   // At the start of a reply.
   explicit Matcher(const Grammar& grammar);
+  // Copies move only the live frames (the mask's trie walk copies a matcher at every node).
+  Matcher(const Matcher& other) { copyFrom(other); }
+  Matcher& operator=(const Matcher& other) {
+    copyFrom(other);
+    return *this;
+  }
 
   // Takes one symbol. false when the grammar does not allow it here; the matcher is then unchanged.
   bool accept(Symbol s);
@@ -117,6 +124,12 @@ class Matcher {
   void pop(uint32_t result);
   uint64_t ownCost(uint32_t index, bool* skipParent) const;
   uint64_t costAfterChild(uint32_t index) const;
+  void copyFrom(const Matcher& other) {
+    t_ = other.t_;
+    serial_ = other.serial_;
+    depth_ = other.depth_;
+    for (uint32_t i = 0; i < depth_; ++i) frames_[i] = other.frames_[i];
+  }
 
   const detail::Tables* t_;
   uint64_t serial_;  // which grammar: part of equality and hash, never dereferenced

@@ -334,7 +334,11 @@ TEST_CASE("matchers compare and hash by state", "[toolcall][grammar]") {
   const tc::Matcher before = a;
   CHECK_FALSE(a.accept(tc::markerSymbol(tc::Marker::ImEnd)));
   CHECK(a == before);
-  // The matcher is a fixed-size value.
-  CHECK(std::is_trivially_copyable_v<tc::Matcher>);
+  // The matcher is a fixed-size value; a copy is equal and hashes the same.
   CHECK(sizeof(tc::Matcher) <= 320);
+  tc::Matcher copy = a;
+  CHECK(copy == a);
+  CHECK(copy.hash() == a.hash());
+  copy = b;
+  CHECK(copy == b);
 }
