@@ -1,0 +1,440 @@
+#!/usr/bin/env python3
+"""Tests of the training-data generator (tools/train/data.py and its modules; docs/training-data.md).
+
+    /usr/bin/python3 tests/train/test_data.py
+
+Generates small splits once (a few seconds) and checks: determinism from the seed, the split
+checks (and that each check catches what it is for), every gold call against its tool's schema, the
+holdouts, the exact prompt and target text, and the token ids of a tokenizer trained with Needle's
+settings.
+"""
+
+import contextlib
+import copy
+import io
+import json
+import os
+import random
+import re
+import shutil
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "train"))
+
+import data  # noqa: E402
+import families as F  # noqa: E402
+import invented as I  # noqa: E402
+import render  # noqa: E402
+import schema  # noqa: E402
+import slots  # noqa: E402
+import tokenizer  # noqa: E402
+
+SEED = 7
+N_TRAIN = 6000
+N_EVAL = 400
+
+
+def setUpModule():
+    global SPLITS
+    SPLITS = data.generate(SEED, N_TRAIN, N_EVAL)
+
+
+def family_of_tool():
+    return {v.name: f.name for f in F.FAMILIES for v in f.variants}
+
+
+class Determinism(unittest.TestCase):
+    def test_same_seed_same_bytes_other_seed_other_data(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            outs = []
+            for run, seed in enumerate((11, 11, 12)):
+                out = os.path.join(tmp, str(run))
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    rc = data.main(["--seed", str(seed), "--train", "1500", "--eval", "150", "--out", out])
+                self.assertEqual(rc, 0)
+                files = {}
+                for name in ("train.jsonl", "A.jsonl", "B.jsonl", "C.jsonl", "stats.json", "manifest.json"):
+                    with open(os.path.join(out, name), "rb") as f:
+                        files[name] = f.read()
+                outs.append(files)
+            self.assertEqual(outs[0], outs[1])
+            self.assertNotEqual(outs[0]["train.jsonl"], outs[2]["train.jsonl"])
+            self.assertNotEqual(outs[0]["A.jsonl"], outs[2]["A.jsonl"])
+            lines = outs[0]["train.jsonl"].decode("utf-8").splitlines()
+            self.assertEqual(len(lines), 1500)
+            self.assertEqual(list(json.loads(lines[0])), data.KEYS)
+        finally:
+            shutil.rmtree(tmp)
+
+
+class Shape(unittest.TestCase):
+    def test_sizes_and_shares(self):
+        self.assertEqual({s: len(e) for s, e in SPLITS.items()},
+                         {"train": N_TRAIN, "A": N_EVAL, "B": N_EVAL, "C": N_EVAL})
+        stats = data.statistics(SPLITS)["train"]
+        self.assertTrue(0.08 <= stats["share_no_call"] <= 0.12, stats["share_no_call"])
+        self.assertTrue(0.035 <= stats["share_two_calls"] <= 0.065, stats["share_two_calls"])
+        self.assertTrue(0.25 <= stats["share_invented_target"] <= 0.36, stats["share_invented_target"])
+        self.assertEqual(set(stats["tools_per_prompt"]), {"1", "2", "3", "4", "5", "6"})
+        self.assertTrue(0.1 <= stats["share_system"] <= 0.2)
+        self.assertTrue(all(ex["calls"] == [] for ex in SPLITS["C"]))
+        for split in ("A", "B"):
+            self.assertTrue(all(ex["calls"] for ex in SPLITS[split]))
+
+    def test_ids_and_keys(self):
+        for split, examples in SPLITS.items():
+            for i, ex in enumerate(examples):
+                self.assertEqual(list(ex), data.KEYS)
+                self.assertEqual(ex["id"], f"{split}-{i:06d}")
+                self.assertEqual(ex["split"], split)
+
+    def test_inventory(self):
+        self.assertGreaterEqual(len(F.FAMILIES), 25)
+        self.assertGreaterEqual(len(F.B_FAMILIES), 5)
+        for f in F.FAMILIES:
+            self.assertGreaterEqual(len(f.variants), 3, f.name)
+            for v in f.variants:
+                for d in v.descs:
+                    self.assertTrue(3 <= len(d.split()) <= 10, f"{v.name}: description {d!r}")
+            if f.split == "train":
+                self.assertGreaterEqual(len(f.held_templates), 2, f.name)
+        seen = set(family_of_tool())
+        self.assertEqual(len(seen), sum(len(f.variants) for f in F.FAMILIES), "tool names are unique")
+
+
+class Checks(unittest.TestCase):
+    def test_generated_splits_pass(self):
+        self.assertEqual(data.check_splits(SPLITS), [])
+
+    def problems_after(self, mutate):
+        splits = copy.deepcopy(SPLITS)
+        mutate(splits)
+        return "\n".join(data.check_splits(splits))
+
+    def test_each_check_catches_its_violation(self):
+        b_example = SPLITS["B"][0]
+        a_example = next(ex for ex in SPLITS["A"] if ex["family"] != "invented" and "+" not in ex["family"])
+        one_call = next(ex for ex in SPLITS["train"] if len(ex["calls"]) == 1 and len(ex["calls"][0]["arguments"]) >= 2
+                        and any(isinstance(v, str) for v in ex["calls"][0]["arguments"].values()))
+        idx = SPLITS["train"].index(one_call)
+
+        def with_b_tool(s):
+            b_tool = next(t for t in b_example["tools"] if t["name"] in F.B_TOOL_NAMES)
+            s["train"][0]["tools"].append(copy.deepcopy(b_tool))
+        self.assertIn("split-B", self.problems_after(with_b_tool))
+
+        def with_b_word(s):
+            s["train"][1]["query"] += " and my workout"
+        self.assertIn("split-B word 'workout'", self.problems_after(with_b_word))
+
+        def with_held_phrasing(s):
+            s["train"][2]["query"] = a_example["query"]
+        got = self.problems_after(with_held_phrasing)
+        self.assertIn("held-out template text", got)
+        self.assertIn("is also in train", got)
+
+        def with_copy(s):
+            s["C"].append(copy.deepcopy(s["train"][3]))
+            s["C"][-1]["split"] = "C"
+        self.assertIn("the same example as", self.problems_after(with_copy))
+
+        def with_unstated_value(s):
+            args = s["train"][idx]["calls"][0]["arguments"]
+            key = next(k for k, v in args.items() if isinstance(v, str))
+            args[key] = args[key] + " extra"
+        got = self.problems_after(with_unstated_value)
+        self.assertTrue("is not in the query" in got or "is not one of" in got, got)
+
+        def with_swapped_order(s):
+            call = s["train"][idx]["calls"][0]
+            call["arguments"] = dict(reversed(list(call["arguments"].items())))
+        self.assertIn("are not in the order of the properties", self.problems_after(with_swapped_order))
+
+        def with_missing_required(s):
+            ex = next(e for e in s["train"] if e["calls"] and
+                      by_name(e)[e["calls"][0]["name"]]["parameters"]["required"])
+            tool = by_name(ex)[ex["calls"][0]["name"]]
+            del ex["calls"][0]["arguments"][tool["parameters"]["required"][0]]
+        self.assertIn("is missing", self.problems_after(with_missing_required))
+
+        def with_wrong_number(s):
+            ex = next(e for e in s["train"] if e["calls"] and any(
+                isinstance(v, int) and not isinstance(v, bool) for v in e["calls"][0]["arguments"].values()))
+            args = ex["calls"][0]["arguments"]
+            key = next(k for k, v in args.items() if isinstance(v, int) and not isinstance(v, bool))
+            args[key] = 987654
+        self.assertIn("does not follow from the query", self.problems_after(with_wrong_number))
+
+        def with_seen_combination(s):
+            s["A"][0]["tools"] = copy.deepcopy(s["train"][5]["tools"])
+        self.assertIn("its tool combination is in train", self.problems_after(with_seen_combination))
+
+        def with_held_value(s):
+            ex = s["train"][idx]
+            args = ex["calls"][0]["arguments"]
+            key = next(k for k, v in args.items() if isinstance(v, str))
+            value = sorted(F.HELD_VALUES)[0]
+            args[key] = value
+            ex["query"] += " " + value
+        self.assertIn("held-out value", self.problems_after(with_held_value))
+
+        def with_calls_in_c(s):
+            s["C"][0]["calls"] = [copy.deepcopy(a_example["calls"][0])]
+        self.assertIn("a split-C example has calls", self.problems_after(with_calls_in_c))
+
+
+def by_name(ex):
+    return {t["name"]: t for t in ex["tools"]}
+
+
+class GoldCalls(unittest.TestCase):
+    def test_every_call_validates_against_its_tool(self):
+        for split, examples in SPLITS.items():
+            for ex in examples:
+                tools = by_name(ex)
+                self.assertTrue(1 <= len(ex["tools"]) <= 6)
+                self.assertEqual(len(tools), len(ex["tools"]), "tool names are distinct")
+                for t in ex["tools"]:
+                    self.assertIsNone(schema.check_tool(t))
+                for call in ex["calls"]:
+                    self.assertIsNone(schema.validate_call(call, ex["tools"]), ex["id"])
+                    props = tools[call["name"]]["parameters"]["properties"]
+                    # Only parameters the request gives: every required one, no others than properties.
+                    self.assertLessEqual(set(call["arguments"]), set(props))
+
+    def test_copied_strings_are_in_the_request(self):
+        for ex in SPLITS["train"] + SPLITS["A"] + SPLITS["B"]:
+            tools = by_name(ex)
+            for call in ex["calls"]:
+                props = tools[call["name"]]["parameters"]["properties"]
+                for key, value in call["arguments"].items():
+                    if isinstance(value, str) and "enum" not in props[key]:
+                        self.assertIn(value, ex["query"], ex["id"])
+                    if isinstance(value, str) and "enum" in props[key]:
+                        self.assertIn(value, props[key]["enum"])
+
+    def test_two_calls_follow_request_order(self):
+        fam = family_of_tool()
+        for ex in SPLITS["train"]:
+            if len(ex["calls"]) == 2:
+                first, second = ex["family"].split("+")
+                self.assertEqual(fam.get(ex["calls"][0]["name"], "invented"), first, ex["id"])
+                self.assertEqual(fam.get(ex["calls"][1]["name"], "invented"), second, ex["id"])
+
+    def test_no_offered_tool_fits_a_none_request(self):
+        fam = family_of_tool()
+        for ex in SPLITS["train"] + SPLITS["C"]:
+            if ex["calls"] or ex["family"] in ("invented", "chitchat"):
+                continue
+            banned = data.excluded_families(ex["family"], True)
+            for t in ex["tools"]:
+                self.assertNotIn(fam.get(t["name"]), banned, ex["id"])
+
+    def test_validator_refuses(self):
+        tool = {"name": "t", "description": "A test tool.", "parameters": {"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 0, "maximum": 10}, "s": {"type": "string", "enum": ["a", "b"]},
+            "x": {"type": "number"}, "on": {"type": "boolean"}}, "required": ["n"]}}
+        ok = {"name": "t", "arguments": {"n": 3, "s": "a", "x": 2.5, "on": True}}
+        self.assertIsNone(schema.validate_call(ok, [tool]))
+        cases = [({"n": True}, "expected integer"), ({"n": 11}, "above the maximum"), ({"n": -1}, "below the minimum"),
+                 ({"n": 1.5}, "expected integer"), ({"n": 1, "s": "c"}, "is not one of"), ({"s": "a"}, "'n' is missing"),
+                 ({"n": 1, "y": 2}, "'y' is not a property"), ({"n": 1, "on": 1}, "expected boolean"),
+                 ({"n": 1, "x": "2"}, "expected number"), ({"s": "a", "n": 1}, "not in the order")]
+        for args, message in cases:
+            self.assertIn(message, schema.validate_call({"name": "t", "arguments": args}, [tool]) or "", args)
+        self.assertIn("not an offered tool", schema.validate_call({"name": "u", "arguments": {}}, [tool]))
+        bad = copy.deepcopy(tool)
+        bad["parameters"]["properties"]["s"]["pattern"] = "^a$"
+        self.assertEqual(schema.check_tool(bad), "tool 't' parameter 's': 'pattern' is not supported")
+
+
+class Holdouts(unittest.TestCase):
+    def test_split_b_is_unseen_in_train(self):
+        train_names = {t["name"] for ex in SPLITS["train"] for t in ex["tools"]}
+        self.assertFalse(train_names & F.B_TOOL_NAMES)
+        words = set()
+        for ex in SPLITS["train"]:
+            words |= F.words_in(render.prompt_text(ex))
+        self.assertFalse(words & F.B_WORDS, sorted(words & F.B_WORDS))
+        for ex in SPLITS["B"]:
+            self.assertTrue(any(c["name"] in F.B_TOOL_NAMES for c in ex["calls"]), ex["id"])
+        b_families = {f.name for f in F.B_FAMILIES}
+        self.assertTrue(all(set(ex["family"].split("+")) <= b_families for ex in SPLITS["B"]))
+
+    def test_split_a_uses_held_out_templates_values_and_combinations(self):
+        train_queries = "\n".join(ex["query"] for ex in SPLITS["train"]).lower()
+        for frag in data.HELD_FRAGMENTS:
+            self.assertNotIn(frag, train_queries)
+        for ex in SPLITS["A"]:
+            self.assertTrue(data.HELD_FRAGMENT_RE.search(ex["query"].lower()), ex["query"])
+        train_values = set()
+        for f in F.TRAIN_FAMILIES:
+            for kind in f.slots.values():
+                for c in F._choices(kind):
+                    train_values.update(c.train)
+        for ex in SPLITS["train"]:
+            for call in ex["calls"]:
+                for v in call["arguments"].values():
+                    self.assertNotIn(v, F.HELD_VALUES if isinstance(v, str) else ())
+        used_held = 0
+        families = family_of_tool()
+        for ex in SPLITS["A"]:
+            for call in ex["calls"]:
+                if call["name"] not in families:
+                    continue  # invented tools draw their values from their own lists
+                props = by_name(ex)[call["name"]]["parameters"]["properties"]
+                for k, v in call["arguments"].items():
+                    if isinstance(v, str) and "enum" not in props[k]:
+                        self.assertNotIn(v, train_values, ex["id"])
+                        used_held += v in F.HELD_VALUES
+        self.assertGreater(used_held, N_EVAL // 2)
+        combos = {frozenset(t["name"] for t in ex["tools"]) for ex in SPLITS["train"]}
+        for ex in SPLITS["A"]:
+            self.assertNotIn(frozenset(t["name"] for t in ex["tools"]), combos)
+
+    def test_invented_holdout(self):
+        held = I.Vocab(True)
+        train = I.Vocab(False)
+        train_words = set(train.verbs) | set(train.nouns)
+        self.assertFalse(train_words & held.held_words)
+        n = 0
+        for ex in SPLITS["A"]:
+            for call in ex["calls"]:
+                if call["name"] not in family_of_tool():
+                    tool = by_name(ex)[call["name"]]
+                    words = F.words_in(tool["name"] + " " + tool["description"])
+                    # A held-out verb or noun, or made-up words only: never the training vocabulary.
+                    self.assertFalse(words & train_words, tool)
+                    n += bool(words & held.held_words)
+        self.assertGreater(n, 30)
+
+    def test_no_query_in_two_splits(self):
+        owner = {}
+        for split, examples in SPLITS.items():
+            for ex in examples:
+                self.assertEqual(owner.setdefault(ex["query"], split), split, ex["query"])
+
+
+class Conventions(unittest.TestCase):
+    def test_number_words_and_json_numbers(self):
+        self.assertEqual([slots.number_words(n) for n in (0, 7, 13, 20, 45, 99)],
+                         ["zero", "seven", "thirteen", "twenty", "forty-five", "ninety-nine"])
+        self.assertEqual([slots.json_number(t) for t in ("12.50", "3", "3.0", "0.75")], [12.5, 3, 3, 0.75])
+        self.assertEqual(json.dumps(slots.json_number("12.50")), "12.5")
+
+    def test_conversions(self):
+        rng = random.Random(1)
+        timer = F.BY_NAME["timer"]
+        by = {v.name: v for v in timer.variants}
+        two_hours = slots.SlotValue("2 hours", value=7200)
+        self.assertEqual(by["set_timer"].arguments({"dur": two_hours}), {"minutes": 120})
+        self.assertEqual(by["start_countdown"].arguments({"dur": two_hours}), {"duration_seconds": 7200})
+        self.assertEqual(by["timer_set"].arguments({"dur": two_hours}), {"hours": 2})
+        self.assertEqual(by["add_timer"].arguments({"dur": two_hours}), {"duration": "2 hours"})
+        with self.assertRaises(slots.Unfillable):
+            by["timer_set"].arguments({"dur": slots.SlotValue("90 minutes", value=5400)})
+        lights = {v.name: v for v in F.BY_NAME["lights"].variants}
+        off = slots.SlotValue("off", value=False)
+        self.assertEqual(lights["set_light"].arguments({"room": slots.SlotValue("kitchen"), "power": off}),
+                         {"room": "kitchen", "on": False})
+        self.assertEqual(lights["smart_home.light"].arguments({"room": slots.SlotValue("den"), "power": off}),
+                         {"room": "den", "power": "OFF"})
+        msg = {v.name: v for v in F.BY_NAME["message"].variants}
+        self.assertEqual(msg["send_chat"].arguments({"person": slots.SlotValue("Zoë"), "msg": slots.SlotValue("hi"),
+                                                     "platform": slots.SlotValue("WhatsApp", value="whatsapp")}),
+                         {"user": "Zoë", "msg": "hi", "app": "WHATSAPP"})
+        # A request never uses a unit smaller than the parameter's: the sampler respects it.
+        for _ in range(200):
+            sv = slots.Duration().sample(rng, False, 60)
+            self.assertEqual(sv.value % 60, 0)
+
+    def test_render_quotes_ambiguous_free_text(self):
+        rng = random.Random(1)
+        t = slots.Template("remind me to {task} at {time}", "imp", "reminder", False)
+        values = {"task": slots.SlotValue("meet Ana at the café", free=True), "time": slots.SlotValue("5pm")}
+        for _ in range(20):
+            text = slots.render(t, values, rng, quote_p=0)
+            self.assertRegex(text, r'^remind me to ["\'\u201c]meet Ana at the café["\'\u201d] at 5pm$')
+        values["task"] = slots.SlotValue("water the plants", free=True)
+        self.assertEqual(slots.render(t, values, rng, quote_p=0), "remind me to water the plants at 5pm")
+        # A value that may not be quoted and would be ambiguous makes the template unusable.
+        t2 = slots.Template("play {song} by {artist}", "imp", "music_play", False)
+        self.assertIsNone(slots.render(t2, {"song": slots.SlotValue("Stand by Me"),
+                                            "artist": slots.SlotValue("Ben")}, rng))
+
+    def test_invented_requests(self):
+        rng = random.Random(3)
+        vocab = I.Vocab(False)
+        for _ in range(300):
+            inv = I.invent(rng, vocab)
+            tool = inv.tool()
+            self.assertIsNone(schema.check_tool(tool))
+            t, values, args = I.request(rng, vocab, inv, False)
+            query = slots.render(t, values, rng)
+            self.assertIn(f"{inv.verb} ", query)
+            self.assertIn(inv.noun, query)
+            self.assertIsNone(schema.validate_call({"name": tool["name"], "arguments": args}, [tool]))
+            self.assertFalse({inv.verb, inv.noun} & F.FAMILY_WORDS, tool["name"])
+
+
+class Render(unittest.TestCase):
+    EX = {"id": "t-1", "split": "train", "family": "timer", "system": "date: 2026-11-30; locale: en-GB",
+          "tools": [{"description": "Send a text.", "name": "send_message", "parameters": {
+              "required": ["to"], "properties": {"to": {"type": "string"}, "text": {"type": "string"}},
+              "type": "object"}}],
+          "query": "text Zoë \"on my way\"",
+          "calls": [{"name": "send_message", "arguments": {"to": "Zoë", "text": "on my way"}}]}
+
+    def test_prompt_text_exact(self):
+        self.assertEqual(
+            render.prompt_text(self.EX),
+            "<|im_start|>system\ndate: 2026-11-30; locale: en-GB<|im_end|>\n<|im_start|>user\n<tools>"
+            '[{"name":"send_message","description":"Send a text.","parameters":{"type":"object","properties":'
+            '{"to":{"type":"string"},"text":{"type":"string"}},"required":["to"]}}]</tools>\n'
+            'text Zo\u00eb "on my way"<|im_end|>\n<|im_start|>assistant\n')
+        no_system = dict(self.EX, system="")
+        self.assertTrue(render.prompt_text(no_system).startswith("<|im_start|>user\n<tools>[{"))
+
+    def test_target_text_exact(self):
+        self.assertEqual(render.target_text(self.EX),
+                         '<tool_call>[{"name":"send_message","arguments":{"to":"Zo\\u00eb","text":"on my way"}}]'
+                         "</tool_call><|im_end|>")
+        self.assertEqual(render.target_text(dict(self.EX, calls=[])), "<tool_call>[]</tool_call><|im_end|>")
+
+    def test_tools_json_escapes_and_orders(self):
+        tools = [{"parameters": {"x-extra": 1, "required": [], "type": "object", "properties": {"a": {"type": "string"}}},
+                  "description": "Caf\u00e9 \u5317\u4eac \U0001F600", "name": "n"}]
+        self.assertEqual(render.tools_json(tools),
+                         '[{"name":"n","description":"Caf\\u00e9 \\u5317\\u4eac \\ud83d\\ude00","parameters":'
+                         '{"type":"object","properties":{"a":{"type":"string"}},"required":[],"x-extra":1}}]')
+
+    def test_token_ids(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            corpus = os.path.join(tmp, "corpus.txt")
+            tokenizer.write_corpus(SPLITS["train"][:3000], corpus)
+            tokenizer.train(corpus, os.path.join(tmp, "tok"), 700)
+            sp = tokenizer.check_layout(os.path.join(tmp, "tok.model"), 700)
+            for ex in (self.EX, SPLITS["A"][0], SPLITS["C"][0]):
+                p, t = render.encode_example(sp, ex)
+                self.assertEqual(p[0], 2)
+                self.assertEqual(sp.id_to_piece(p[1]), "\u2581")
+                self.assertEqual(p[2], 4)  # <|im_start|>
+                self.assertEqual(sp.decode(p[1:]), render.prompt_text(ex))
+                self.assertEqual(sp.id_to_piece(t[0]), "\u2581")
+                self.assertEqual(t[1], 10)  # <tool_call>
+                self.assertEqual(t[-3:], [11, 5, 1])  # </tool_call> <|im_end|> </s>
+                self.assertEqual(sp.decode(t[:-1]), render.target_text(ex))
+            # The layout check refuses a model whose pieces are not in Needle's order.
+            with self.assertRaises(RuntimeError):
+                tokenizer.check_layout(os.path.join(tmp, "tok.model"), 701)
+        finally:
+            shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

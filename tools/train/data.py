@@ -1,0 +1,637 @@
+#!/usr/bin/env python3
+"""Training and evaluation data for our own Needle 2 tool-calling model (docs/training-data.md).
+
+    /usr/bin/python3 tools/train/data.py --seed 1 --train 200000 --eval 1000 --out build/train/data
+
+writes train.jsonl, A.jsonl, B.jsonl and C.jsonl (one example a line), stats.json and
+manifest.json (what is held out) into --out. Everything follows from --seed.
+
+  train  the training set: family and invented tools, ~10% requests no tool fits, ~5% two calls
+  A      seen families with held-out request templates, held-out values and new tool combinations
+  B      the families held out whole (families.B_FAMILIES): tools and words never in train
+  C      requests that no offered tool fits (answer [])
+
+The splits are checked before anything is written (check_splits); a failed check is an error.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import sys
+import time
+from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import families as F  # noqa: E402
+import invented as I  # noqa: E402
+import wordlists as W  # noqa: E402
+from render import tools_json  # noqa: E402
+from schema import check_tool, validate_call  # noqa: E402
+from slots import Template, Unfillable, json_number, number_words, pick, render, weighted  # noqa: E402
+
+SPLITS = ("train", "A", "B", "C")
+
+# Polite openings an imperative request may take; the ones that make it a question may end in "?".
+PREFIXES = ["please ", "hey, ", "can you ", "could you ", "I'd like you to ", "ok, ", "hi, please ",
+            "would you ", "I need you to ", "quick favour: ", "hey assistant, ", "right, "]
+QUESTION_PREFIXES = {"can you ", "could you ", "would you "}
+# How two clauses are joined in a two-call request.
+JOINERS = [" and ", ", and ", ", then ", " and then ", ". Also, ", " and also ", "; "]
+TOOL_COUNT_WEIGHTS = (14, 20, 22, 20, 14, 10)  # prompts with 1..6 tools
+SYSTEM_P = 0.15
+LOCALES = ["en-GB", "en-US", "de-DE", "fr-FR", "es-ES", "ja-JP", "pt-BR", "sv-SE", "en-IN", "nl-NL",
+           "it-IT", "pl-PL"]
+TIMEZONES = ["Europe/Berlin", "Europe/London", "America/New_York", "Asia/Tokyo", "Australia/Sydney",
+             "America/Sao_Paulo", "Africa/Lagos", "Asia/Kolkata", "Europe/Madrid", "America/Chicago"]
+
+CHITCHAT_TRAIN, CHITCHAT_HELD = W.split_values(W.CHITCHAT)
+
+
+class Clause:
+    """One request clause and the call it asks for (or would ask for, when its tool is not offered)."""
+
+    __slots__ = ("family", "tool", "key", "template", "values", "call", "inv")
+
+    def __init__(self, family, tool, key, template, values, call, inv=None):
+        self.family, self.tool, self.key, self.template = family, tool, key, template
+        self.values, self.call, self.inv = values, call, inv
+
+
+class Spec:
+    """What a split draws from."""
+
+    def __init__(self, name, held_templates, held_values, invented_held, distractor_families):
+        self.name = name
+        self.held_templates = held_templates
+        self.held_values = held_values
+        self.invented_held = invented_held
+        self.distractor_families = distractor_families
+
+
+SPECS = {
+    "train": Spec("train", False, False, False, F.TRAIN_FAMILIES),
+    "A": Spec("A", True, True, True, F.TRAIN_FAMILIES),
+    "B": Spec("B", False, False, False, F.TRAIN_FAMILIES + F.B_FAMILIES),
+    "C": Spec("C", True, True, True, F.TRAIN_FAMILIES + F.B_FAMILIES),
+}
+
+
+def _excluded(name, none):
+    out = {name}
+    fam = F.BY_NAME.get(name)
+    if fam is not None:
+        out |= fam.conflicts
+        if none:
+            out |= fam.near
+    out |= {f.name for f in F.FAMILIES if name in f.conflicts}
+    return frozenset(out)
+
+
+_EXCLUDED = {(name, none): _excluded(name, none)
+             for name in [f.name for f in F.FAMILIES] + ["invented", "chitchat"] for none in (False, True)}
+
+
+def excluded_families(name, none):
+    """Families whose tools may not be offered with a request of family `name`: the family itself
+    and its conflicts; for a request that no tool may fit, its near families too."""
+    return _EXCLUDED[name, none]
+
+
+# --- held-out templates ----------------------------------------------------------------------------
+
+def held_templates():
+    return [t for f in F.TRAIN_FAMILIES for t in f.held_templates] + \
+        I.REQUEST_TEMPLATES[True, True] + I.REQUEST_TEMPLATES[True, False]
+
+
+def train_template_texts():
+    texts = [t.text for f in F.FAMILIES for t in f.templates]
+    texts += [t.text for key, ts in I.REQUEST_TEMPLATES.items() if not key[0] for t in ts]
+    return [t.lower() for t in texts + PREFIXES + JOINERS + CHITCHAT_TRAIN]
+
+
+def held_fragments():
+    """The key fragment of every held-out template. Each must be distinctive: at least 8 characters
+    and found in no training template, prefix or joiner (otherwise the holdout could not be checked
+    on the text of the requests)."""
+    train_texts = train_template_texts()
+    out = []
+    for t in held_templates():
+        frag = t.key_fragment()
+        if len(frag) < 8:
+            raise ValueError(f"held-out template {t.text!r}: key fragment {frag!r} is too short")
+        clash = next((x for x in train_texts if frag in x), None)
+        if clash:
+            raise ValueError(f"held-out template {t.text!r}: key fragment {frag!r} is in training text {clash!r}")
+        out.append(frag)
+    return out
+
+
+HELD_FRAGMENTS = held_fragments()
+HELD_FRAGMENT_RE = re.compile("|".join(re.escape(f) for f in sorted(set(HELD_FRAGMENTS), key=len, reverse=True)))
+
+
+# --- the generator -------------------------------------------------------------------------------
+
+class Generator:
+    """Makes examples; all randomness comes from one random.Random(seed)."""
+
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        self.vocab = {False: I.Vocab(False), True: I.Vocab(True)}
+
+    # clauses
+
+    def family_clause(self, fam, held_templates, held_values, variant=None):
+        rng = self.rng
+        for _ in range(100):
+            v = pick(rng, fam.variants) if variant is None else \
+                next(x for x in fam.variants if x.name == variant)
+            templates = fam.fitting[v.name, held_templates]
+            if not templates:
+                continue
+            t = pick(rng, templates)
+            try:
+                values = fam.sample_values(rng, v, t, held_values)
+                args = v.arguments(values)
+            except Unfillable:
+                continue
+            return Clause(fam.name, v.tool(rng), v.name, t, values, {"name": v.name, "arguments": args})
+        raise RuntimeError(f"family {fam.name}: no clause after 100 tries")
+
+    def invented_clause(self, held):
+        vocab = self.vocab[held]
+        inv = I.invent(self.rng, vocab)
+        t, values, args = I.request(self.rng, vocab, inv, held)
+        return Clause("invented", inv.tool(), inv.key, t, values, {"name": inv.name, "arguments": args}, inv)
+
+    def chitchat_clause(self, held):
+        text = pick(self.rng, CHITCHAT_HELD if held else CHITCHAT_TRAIN)
+        return Clause("chitchat", None, ("chitchat",), Template(text, "other", "chitchat", held), {}, None)
+
+    # text
+
+    def capitalise(self, text, template, prefix):
+        first = template.parts[0] if template.parts else ""
+        copied_first = (not prefix and isinstance(first, tuple)
+                        and isinstance(self._first_value(template), str))
+        if not copied_first and self.rng.random() < 0.6:
+            return text[:1].upper() + text[1:]
+        return text
+
+    def _first_value(self, template):
+        return self._values[template.parts[0][0]].value
+
+    def single_text(self, clause):
+        rng = self.rng
+        t = clause.template
+        prefix = suffix = ""
+        if t.kind == "imp":
+            if rng.random() < 0.3:
+                prefix = pick(rng, PREFIXES)
+            r = rng.random()
+            if prefix in QUESTION_PREFIXES and r < 0.6:
+                suffix = "?"
+            elif r < 0.15:
+                suffix = "."
+            elif r < 0.22:
+                suffix = " please"
+            elif r < 0.25:
+                suffix = "!"
+            elif r < 0.3:
+                suffix = ", thanks"
+        text = render(t, clause.values, rng, prefix, suffix)
+        if text is None:
+            return None
+        self._values = clause.values
+        return self.capitalise(text, t, prefix)
+
+    def two_text(self, first, second):
+        rng = self.rng
+        joiner = pick(rng, JOINERS)
+        end = pick(rng, ("", "", ".", "!")) if joiner != "; " else ""
+        a = render(first.template, first.values, rng, "", joiner, force_quote=True)
+        b = render(second.template, second.values, rng, "", end, force_quote=True)
+        if a is None or b is None:
+            return None
+        self._values = first.values
+        return self.capitalise(a, first.template, "") + b
+
+    def system(self):
+        rng = self.rng
+        date = f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        return pick(rng, [
+            f"date: {date}; locale: {pick(rng, LOCALES)}",
+            f"date: {date}; timezone: {pick(rng, TIMEZONES)}",
+            f"locale: {pick(rng, LOCALES)}",
+            f"timezone: {pick(rng, TIMEZONES)}",
+            "You are a helpful assistant.",
+            "You are a helpful assistant that calls tools.",
+            f"date: {date}",
+        ])
+
+    # tools
+
+    def tools_for(self, spec, clauses, offered, none):
+        """The prompt's tools: the `offered` clauses' tools plus distractors that fit none of the
+        clauses, 1 to 6 in all, in random order."""
+        rng = self.rng
+        k = weighted(rng, (1, 2, 3, 4, 5, 6), TOOL_COUNT_WEIGHTS)
+        tools, names, keys, fams = [], set(), set(), set()
+        for c in clauses:
+            keys.add(c.key)
+        for c in offered:
+            if c.tool["name"] not in names:
+                tools.append(c.tool)
+                names.add(c.tool["name"])
+                fams.add(c.family)
+        k = max(k, len(tools))
+        banned = set()
+        for c in clauses:
+            banned |= excluded_families(c.family, none)
+        near = [n for c in clauses if c.family in F.BY_NAME for n in F.BY_NAME[c.family].near
+                if n not in banned and F.BY_NAME.get(n) in spec.distractor_families]
+        invented = [c.inv for c in clauses if c.inv is not None]
+        vocab = self.vocab[spec.invented_held]
+        tries = 0
+        while len(tools) < k and tries < 60:
+            tries += 1
+            r = rng.random()
+            if invented and r < 0.25:
+                # A near miss: another tool with the same verb or the same noun.
+                base = pick(rng, invented)
+                inv = I.invent(rng, vocab, verb=base.verb) if rng.random() < 0.5 else I.invent(rng, vocab, noun=base.noun)
+                tool, key, fam = inv.tool(), inv.key, "invented"
+            elif r < 0.55:
+                inv = I.invent(rng, vocab)
+                tool, key, fam = inv.tool(), inv.key, "invented"
+            else:
+                g = F.BY_NAME[pick(rng, near)] if near and rng.random() < 0.3 else pick(rng, spec.distractor_families)
+                if g.name in banned or g.name in fams or any(g.name in F.BY_NAME[f].conflicts for f in fams if f in F.BY_NAME):
+                    continue
+                v = pick(rng, g.variants)
+                tool, key, fam = v.tool(rng), v.name, g.name
+            if tool["name"] in names or key in keys:
+                continue
+            tools.append(tool)
+            names.add(tool["name"])
+            keys.add(key)
+            if fam != "invented":
+                fams.add(fam)
+        rng.shuffle(tools)
+        return tools
+
+    # examples
+
+    def pick_clause(self, spec, kind):
+        """A clause of `kind` ("family", "invented", "chitchat", "B") for split `spec`."""
+        rng = self.rng
+        if kind == "invented":
+            return self.invented_clause(spec.invented_held)
+        if kind == "chitchat":
+            return self.chitchat_clause(spec.held_templates)
+        if kind == "B":
+            return self.family_clause(pick(rng, F.B_FAMILIES), False, False)
+        return self.family_clause(pick(rng, F.TRAIN_FAMILIES), spec.held_templates, spec.held_values)
+
+    def make(self, split):
+        """One example for `split`, or None (the caller tries again)."""
+        rng = self.rng
+        spec = SPECS[split]
+        r = rng.random()
+        if split == "train":
+            shape = "two" if r < 0.05 else "none" if r < 0.15 else "one"
+            kinds = ("invented", "family") if shape != "none" else ("family", "invented", "chitchat")
+            weights = (33, 67) if shape != "none" else (60, 25, 15)
+        elif split == "A":
+            shape = "two" if r < 0.08 else "one"
+            kinds, weights = ("invented", "family"), (20, 80)
+        elif split == "B":
+            shape = "two" if r < 0.08 else "one"
+            kinds, weights = ("B",), (1,)
+        else:
+            shape = "none"
+            kinds, weights = ("family", "B", "invented", "chitchat"), (35, 25, 20, 20)
+        first = self.pick_clause(spec, weighted(rng, kinds, weights))
+        if shape == "two":
+            # Both clauses of a two-call request are imperative (questions do not join).
+            for _ in range(20):
+                if first.template.kind == "imp":
+                    break
+                first = self.pick_clause(spec, weighted(rng, kinds, weights))
+            if rng.random() < 0.25 and first.family in F.BY_NAME:
+                # The same tool twice: the same family and variant, other values.
+                fam = F.BY_NAME[first.family]
+                in_train = fam.split == "train"
+                second = self.family_clause(fam, spec.held_templates and in_train,
+                                            spec.held_values and in_train, variant=first.key)
+                if second.call == first.call:
+                    return None
+                second.tool = first.tool
+            else:
+                for _ in range(20):
+                    second = self.pick_clause(spec, weighted(rng, kinds, weights))
+                    if second.template.kind == "imp" and second.family != first.family \
+                            and second.family not in excluded_families(first.family, False):
+                        break
+                else:
+                    return None
+            if first.template.kind != "imp" or second.template.kind != "imp":
+                return None
+            query = self.two_text(first, second)
+            clauses = [first, second]
+            calls = [first.call, second.call]
+            family = f"{first.family}+{second.family}"
+            offered = clauses
+        else:
+            query = self.single_text(first)
+            clauses = [first]
+            if shape == "none":
+                calls, offered = [], []
+            else:
+                calls, offered = [first.call], [first]
+            family = first.family
+        if query is None:
+            return None
+        tools = self.tools_for(spec, clauses, offered, shape == "none")
+        if not tools:
+            return None
+        system = self.system() if rng.random() < SYSTEM_P else ""
+        return {"id": "", "split": split, "family": family, "system": system, "tools": tools,
+                "query": query, "calls": calls}
+
+
+def example_key(ex):
+    return (ex["system"], ex["query"], tuple(t["name"] for t in ex["tools"]))
+
+
+def generate(seed, n_train, n_eval, log=None):
+    """{split: [example]} for all four splits, checked."""
+    gen = Generator(seed)
+    counts = {"train": n_train, "A": n_eval, "B": n_eval, "C": n_eval}
+    seen_keys = set()
+    query_split = {}
+    train_combos = set()
+    splits = {}
+    for split in SPLITS:
+        out = []
+        rejected = Counter()
+        while len(out) < counts[split]:
+            ex = gen.make(split)
+            if ex is None:
+                rejected["unfillable"] += 1
+                continue
+            key = example_key(ex)
+            if key in seen_keys:
+                rejected["duplicate"] += 1
+                continue
+            q = ex["query"]
+            owner = query_split.get(q)
+            if owner is not None and owner != split:
+                rejected["query in another split"] += 1
+                continue
+            combo = frozenset(t["name"] for t in ex["tools"])
+            if split == "train":
+                if HELD_FRAGMENT_RE.search(q.lower()):
+                    rejected["held-out phrasing"] += 1
+                    continue
+                train_combos.add(combo)
+            elif split == "A" and combo in train_combos:
+                rejected["tool combination seen in train"] += 1
+                continue
+            seen_keys.add(key)
+            query_split[q] = split
+            ex["id"] = f"{split}-{len(out):06d}"
+            out.append(ex)
+        splits[split] = out
+        if log:
+            log(f"data: {split}: {len(out)} examples ({dict(rejected) or 'none'} rejected)")
+    problems = check_splits(splits)
+    if problems:
+        raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
+    return splits
+
+
+# --- checks ----------------------------------------------------------------------------------------
+
+KEYS = ["id", "split", "family", "system", "tools", "query", "calls"]
+
+
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+_WORDS = re.compile(r"[a-z]+(?:-[a-z]+)?")
+_NUMBER_WORDS = {number_words(n): n for n in range(100)}
+_ONE_UNIT = re.compile(r"\ban? (?:second|minute|hour)\b")
+
+
+def mentioned_numbers(query):
+    """The numbers a request states: digits, number words, and "a"/"an" before a time unit."""
+    q = query.lower()
+    out = {json_number(m) for m in _DIGITS.findall(q)}
+    out.update(_NUMBER_WORDS[w] for w in _WORDS.findall(q) if w in _NUMBER_WORDS)
+    if _ONE_UNIT.search(q):
+        out.add(1)
+    return out
+
+
+def check_example(ex):
+    """Problems with one example: its shape, its tools, and its gold calls."""
+    problems = []
+    where = ex.get("id", "?")
+    if list(ex) != KEYS:
+        return [f"{where}: keys {list(ex)} are not {KEYS}"]
+    if not 1 <= len(ex["tools"]) <= 6:
+        problems.append(f"{where}: {len(ex['tools'])} tools")
+    names = [t["name"] for t in ex["tools"]]
+    if len(set(names)) != len(names):
+        problems.append(f"{where}: duplicate tool names {names}")
+    for t in ex["tools"]:
+        err = check_tool(t)
+        if err:
+            problems.append(f"{where}: {err}")
+    if ex["split"] == "C" and ex["calls"]:
+        problems.append(f"{where}: a split-C example has calls")
+    by_name = {t["name"]: t for t in ex["tools"]}
+    for call in ex["calls"]:
+        err = validate_call(call, ex["tools"])
+        if err:
+            problems.append(f"{where}: {err}")
+            continue
+        props = by_name[call["name"]]["parameters"]["properties"]
+        for key, value in call["arguments"].items():
+            # A string without an enum is copied: it must be in the request exactly as written.
+            if isinstance(value, str) and "enum" not in props[key] and value not in ex["query"]:
+                problems.append(f"{where}: {call['name']}.{key} = {value!r} is not in the query {ex['query']!r}")
+            # A number is stated in the request, or is a stated duration in minutes or seconds.
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                stated = mentioned_numbers(ex["query"])
+                if value not in stated and not any(value in (n * 60, n * 3600) for n in stated):
+                    problems.append(f"{where}: {call['name']}.{key} = {value} does not follow from the query {ex['query']!r}")
+    return problems
+
+
+def _tool_strings(tool):
+    """Every string in a tool definition: name, description, keys, descriptions, enum values."""
+    out = [tool["name"], tool["description"]]
+    for key, p in tool["parameters"]["properties"].items():
+        out.append(key)
+        out.append(p.get("description", ""))
+        out += [str(e) for e in p.get("enum", ())]
+    return out
+
+
+def check_splits(splits):
+    """Every check of the splits (docs/training-data.md, "Checks"); returns the problems found."""
+    problems = []
+    for split, examples in splits.items():
+        for ex in examples:
+            if ex["split"] != split:
+                problems.append(f"{ex['id']}: in {split}.jsonl but split {ex['split']}")
+            problems += check_example(ex)
+    train = splits.get("train", [])
+    # No duplicates across splits: an example, or a request, belongs to one split.
+    owner = {}
+    for split, examples in splits.items():
+        for ex in examples:
+            key = example_key(ex)
+            if key in owner:
+                problems.append(f"{ex['id']}: the same example as {owner[key]}")
+            owner[key] = ex["id"]
+    queries = {}
+    for split, examples in splits.items():
+        for ex in examples:
+            other = queries.setdefault(ex["query"], split)
+            if other != split:
+                problems.append(f"{ex['id']}: query {ex['query']!r} is also in {other}")
+    # Split B: no B tool name and no B word in any training prompt.
+    train_names = {t["name"] for ex in train for t in ex["tools"]}
+    for name in sorted(train_names & F.B_TOOL_NAMES):
+        problems.append(f"split-B tool {name!r} is offered in train")
+    # Every string of the training prompts, deduplicated, searched at once (identifiers split).
+    texts = set()
+    for ex in train:
+        texts.add(ex["system"])
+        texts.add(ex["query"])
+        for t in ex["tools"]:
+            texts.update(_tool_strings(t))
+    b_word_re = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(F.B_WORDS)) + r")(?![a-z])")
+    for m in b_word_re.finditer(F._CAMEL.sub(" ", "\n".join(sorted(texts))).lower()):
+        problems.append(f"split-B word {m.group(0)!r} in a training prompt")
+    for ex in splits.get("B", []):
+        if not any(n in F.B_TOOL_NAMES for n in (c["name"] for c in ex["calls"])):
+            problems.append(f"{ex['id']}: a split-B example calls no split-B tool")
+    # Split A: no held-out phrasing in train; held-out values never a training argument; new combos.
+    for ex in train:
+        m = HELD_FRAGMENT_RE.search(ex["query"].lower())
+        if m:
+            problems.append(f"{ex['id']}: held-out template text {m.group(0)!r} in a training request")
+        for call in ex["calls"]:
+            for value in call["arguments"].values():
+                if isinstance(value, str) and value in F.HELD_VALUES:
+                    problems.append(f"{ex['id']}: held-out value {value!r} is a training argument")
+    held_inv = I.HELD_WORDS
+    for name in train_names:
+        bad = set(F.name_words(name)) & held_inv
+        if bad:
+            problems.append(f"tool {name!r} in train uses held-out invented word {sorted(bad)[0]!r}")
+    combos = {frozenset(t["name"] for t in ex["tools"]) for ex in train}
+    for ex in splits.get("A", []):
+        if frozenset(t["name"] for t in ex["tools"]) in combos:
+            problems.append(f"{ex['id']}: its tool combination is in train")
+    return problems
+
+
+# --- statistics and output -----------------------------------------------------------------------
+
+def statistics(splits):
+    out = {}
+    for split, examples in splits.items():
+        n = len(examples)
+        fam = Counter()
+        for ex in examples:
+            for part in ex["family"].split("+"):
+                fam[part] += 1
+        ntools = Counter(len(ex["tools"]) for ex in examples)
+        out[split] = {
+            "examples": n,
+            "families": dict(sorted(fam.items())),
+            "tools_per_prompt": {str(k): ntools[k] for k in sorted(ntools)},
+            "mean_tools": round(sum(len(ex["tools"]) for ex in examples) / max(n, 1), 3),
+            "share_no_call": round(sum(not ex["calls"] for ex in examples) / max(n, 1), 4),
+            "share_two_calls": round(sum(len(ex["calls"]) == 2 for ex in examples) / max(n, 1), 4),
+            "share_invented_target": round(sum("invented" in ex["family"].split("+") and bool(ex["calls"])
+                                               for ex in examples) / max(n, 1), 4),
+            "share_system": round(sum(bool(ex["system"]) for ex in examples) / max(n, 1), 4),
+            "mean_query_chars": round(sum(len(ex["query"]) for ex in examples) / max(n, 1), 1),
+        }
+    return out
+
+
+def manifest(seed, counts):
+    return {
+        "seed": seed,
+        "counts": counts,
+        "families_train": [f.name for f in F.TRAIN_FAMILIES],
+        "families_B": {f.name: {"tools": [v.name for v in f.variants], "words": sorted(f.words)}
+                       for f in F.B_FAMILIES},
+        "held_out_templates": {f.name: [t.text for t in f.held_templates] for f in F.TRAIN_FAMILIES}
+        | {"invented": [t.text for t in held_templates() if t.family == "invented"]},
+        "held_out_template_fragments": sorted(set(HELD_FRAGMENTS)),
+        "held_out_values": sorted(F.HELD_VALUES),
+        "held_out_invented_words": sorted(I.HELD_WORDS),
+    }
+
+
+def write_split(path, examples):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for ex in examples:
+            f.write(json.dumps(ex, ensure_ascii=False, separators=(",", ":")))
+            f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_split(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    ap.add_argument("--train", type=int, default=200000, help="training examples (default 200000)")
+    ap.add_argument("--eval", type=int, default=1000, help="examples in each of A, B and C (default 1000)")
+    ap.add_argument("--out", required=True, help="output directory")
+    args = ap.parse_args(argv)
+    if args.train < 1 or args.eval < 1:
+        ap.error("--train and --eval must be at least 1")
+    start = time.time()
+    log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
+    try:
+        splits = generate(args.seed, args.train, args.eval, log)
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    for split, examples in splits.items():
+        write_split(os.path.join(args.out, f"{split}.jsonl"), examples)
+    stats = statistics(splits)
+    counts = {s: len(e) for s, e in splits.items()}
+    with open(os.path.join(args.out, "stats.json"), "w", encoding="utf-8") as f:
+        json.dump(stats, f, indent=1, ensure_ascii=False)
+    with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
+        json.dump(manifest(args.seed, counts), f, indent=1, ensure_ascii=False)
+    for split in SPLITS:
+        s = stats[split]
+        print(f"{split:5s} {s['examples']:7d} examples  tools/prompt {s['mean_tools']:.2f}  "
+              f"[] {s['share_no_call']:.1%}  two calls {s['share_two_calls']:.1%}  "
+              f"invented {s['share_invented_target']:.1%}  query {s['mean_query_chars']:.0f} chars")
+    print(f"data: wrote {args.out} in {time.time() - start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The SentencePiece tokenizer for our model, trained on the rendered training split.
+
+    /usr/bin/python3 tools/train/tokenizer.py --data build/train/data --vocab 4096 --out build/train/tokenizer
+
+Settings are exactly those of scripts/make-test-models.sh (Needle's tokenizer, docs/tokenizer.md):
+BPE, byte fallback, identity normalisation, no whitespace collapsing, dummy prefix, pad/eos/bos/unk at
+0..3, the ten chat markers at 4..13 (so the byte pieces are at 14..269), character coverage 0.9995.
+The corpus is the rendered text (prompt + target, render.py) of --sample training examples drawn with
+--seed. Writes tokenizer.model, tokenizer.vocab and token_stats.json (prompt and target token counts of
+every split) into --out.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from render import encode_example, prompt_text, target_text  # noqa: E402
+
+MARKERS = ["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tools>", "</tools>", "<tool_call>",
+           "</tool_call>", "<tool_result>", "</tool_result>"]
+SPECIALS = ["<pad>", "</s>", "<s>", "<unk>"]
+SPLITS = ("train", "A", "B", "C")
+MAX_SENTENCE_BYTES = 4192  # SentencePiece's default: longer corpus lines are skipped
+
+
+def expected_layout():
+    """Pieces 0..269: the four specials, the ten markers, then the 256 byte pieces."""
+    return SPECIALS + MARKERS + [f"<0x{b:02X}>" for b in range(256)]
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def write_corpus(examples, path):
+    """The rendered examples, one text line per line of the prompt and target; returns the number of
+    lines longer than SentencePiece reads (expected 0)."""
+    too_long = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for ex in examples:
+            text = prompt_text(ex) + target_text(ex)
+            for line in text.split("\n"):
+                if len(line.encode("utf-8")) > MAX_SENTENCE_BYTES:
+                    too_long += 1
+                f.write(line)
+                f.write("\n")
+    return too_long
+
+
+def train(corpus, prefix, vocab):
+    import sentencepiece as spm
+    spm.SentencePieceTrainer.train(
+        input=corpus, model_prefix=prefix, model_type="bpe", vocab_size=vocab, byte_fallback=True,
+        pad_id=0, eos_id=1, bos_id=2, unk_id=3,
+        pad_piece="<pad>", eos_piece="</s>", bos_piece="<s>", unk_piece="<unk>",
+        user_defined_symbols=MARKERS,
+        normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
+        character_coverage=0.9995, input_sentence_size=0, num_threads=2, minloglevel=2)
+
+
+def check_layout(model_path, vocab):
+    """Raise unless the model has `vocab` pieces and ids 0..269 are the expected pieces."""
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=model_path)
+    if sp.get_piece_size() != vocab:
+        raise RuntimeError(f"{model_path}: {sp.get_piece_size()} pieces, not {vocab}: the corpus is too small")
+    for i, want in enumerate(expected_layout()):
+        got = sp.id_to_piece(i)
+        if got != want:
+            raise RuntimeError(f"{model_path}: id {i} is {got!r}, not {want!r} (ids 0..269 must be "
+                               "<pad> </s> <s> <unk>, the ten markers, <0x00>..<0xFF>)")
+    return sp
+
+
+def _summary(values):
+    values = sorted(values)
+    n = len(values)
+    if n == 0:
+        return {}
+    return {"mean": round(sum(values) / n, 2), "p50": values[n // 2], "p90": values[int(n * 0.9)],
+            "p99": values[min(n - 1, int(n * 0.99))], "max": values[-1]}
+
+
+def token_stats(sp, data_dir):
+    """Prompt, target and total token counts per split (render.encode_example)."""
+    out = {}
+    for split in SPLITS:
+        path = os.path.join(data_dir, f"{split}.jsonl")
+        if not os.path.exists(path):
+            continue
+        examples = read_jsonl(path)
+        prompts, targets = [], []
+        for ex in examples:
+            p, t = encode_example(sp, ex)
+            prompts.append(len(p))
+            targets.append(len(t))
+        out[split] = {"examples": len(examples), "prompt_tokens": _summary(prompts),
+                      "target_tokens": _summary(targets),
+                      "tokens_per_example": _summary([a + b for a, b in zip(prompts, targets)]),
+                      "total_tokens": sum(prompts) + sum(targets)}
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="directory with train.jsonl (and A/B/C.jsonl)")
+    ap.add_argument("--vocab", type=int, default=4096, help="vocabulary size (default 4096)")
+    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--sample", type=int, default=40000,
+                    help="training examples in the tokenizer's corpus (default 40000; 0 = all)")
+    ap.add_argument("--seed", type=int, default=1, help="seed for drawing the sample (default 1)")
+    args = ap.parse_args(argv)
+    if args.vocab < 300:
+        ap.error("--vocab must be at least 300 (270 fixed pieces come first)")
+    train_path = os.path.join(args.data, "train.jsonl")
+    if not os.path.exists(train_path):
+        print(f"tokenizer: {train_path} does not exist (run data.py first)", file=sys.stderr)
+        return 1
+    start = time.time()
+    examples = read_jsonl(train_path)
+    if 0 < args.sample < len(examples):
+        examples = random.Random(args.seed).sample(examples, args.sample)
+    os.makedirs(args.out, exist_ok=True)
+    corpus = os.path.join(args.out, "corpus.txt")
+    too_long = write_corpus(examples, corpus)
+    if too_long:
+        print(f"tokenizer: warning: {too_long} corpus lines exceed {MAX_SENTENCE_BYTES} bytes and are "
+              "skipped by the trainer", file=sys.stderr)
+    prefix = os.path.join(args.out, "tokenizer")
+    train(corpus, prefix + ".tmp", args.vocab)
+    try:
+        check_layout(prefix + ".tmp.model", args.vocab)
+    except RuntimeError as e:
+        print(f"tokenizer: {e}", file=sys.stderr)
+        return 1
+    os.replace(prefix + ".tmp.model", prefix + ".model")
+    os.replace(prefix + ".tmp.vocab", prefix + ".vocab")
+    os.remove(corpus)
+    trained = time.time() - start
+    sp = check_layout(prefix + ".model", args.vocab)
+    stats = {"vocab": args.vocab, "corpus_examples": len(examples), "splits": token_stats(sp, args.data)}
+    with open(os.path.join(args.out, "token_stats.json"), "w", encoding="utf-8") as f:
+        json.dump(stats, f, indent=1)
+    for split, s in stats["splits"].items():
+        print(f"{split:5s} {s['examples']:7d} examples  prompt tokens mean {s['prompt_tokens']['mean']:.1f} "
+              f"(p90 {s['prompt_tokens']['p90']}, max {s['prompt_tokens']['max']})  target mean "
+              f"{s['target_tokens']['mean']:.1f} (max {s['target_tokens']['max']})  per example "
+              f"{s['tokens_per_example']['mean']:.1f}")
+    print(f"tokenizer: {prefix}.model ({args.vocab} pieces) trained in {trained:.1f} s, "
+          f"stats in {time.time() - start - trained:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
