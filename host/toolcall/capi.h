@@ -23,10 +23,7 @@
 
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
+/* (emscripten.h is C++ inside when compiled as C++: included outside the extern "C" block) */
 #if defined(__EMSCRIPTEN__)
 #include <emscripten/emscripten.h>
 #define NEEDLE_TC_API EMSCRIPTEN_KEEPALIVE
@@ -34,6 +31,10 @@ extern "C" {
 #define NEEDLE_TC_API __attribute__((visibility("default")))
 #else
 #define NEEDLE_TC_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 /* Which probe heads the model has (the `heads` argument of needle_tc_model_new): a bit per head code
