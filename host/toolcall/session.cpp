@@ -1,0 +1,650 @@
+// session.cpp: the tool-call session's driver loop (docs/toolcall.md, "The session", "The request",
+// "The envelope").
+#include "toolcall/session.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "mathf.hpp"
+
+namespace needle::toolcall {
+
+using json::Value;
+
+namespace {
+
+constexpr size_t kRankedTools = 5;           // the real engine's rule: the 5 best tools, with more
+constexpr uint32_t kMaxTokensLimit = 1u << 20;  // largest max_tokens a request may ask for
+
+std::string str(uint64_t v) { return std::to_string(v); }
+
+// ---------------------------------------------------------------------------------------------
+// Reply text as a stream of whole UTF-8 characters.
+
+// Where the UTF-8 sequence at text[at] stands: complete (its length), ill-formed (the length of the
+// maximal subpart that becomes one U+FFFD, as Tokenizer::decode and TextDecoder count it), or a
+// well-formed start cut off by the end of the text.
+struct Utf8Prefix {
+  enum class Kind { Whole, Invalid, Incomplete } kind;
+  size_t length;
+};
+
+Utf8Prefix utf8Prefix(std::string_view text, size_t at) {
+  const uint8_t lead = static_cast<uint8_t>(text[at]);
+  if (lead < 0x80) return {Utf8Prefix::Kind::Whole, 1};
+  size_t trailing;
+  uint8_t low = 0x80, high = 0xBF;  // the allowed range of the first trailing byte
+  if (lead >= 0xC2 && lead <= 0xDF) trailing = 1;
+  else if (lead == 0xE0) trailing = 2, low = 0xA0;   // no overlong 3-byte forms
+  else if (lead == 0xED) trailing = 2, high = 0x9F;  // no surrogates
+  else if (lead >= 0xE1 && lead <= 0xEF) trailing = 2;
+  else if (lead == 0xF0) trailing = 3, low = 0x90;   // no overlong 4-byte forms
+  else if (lead >= 0xF1 && lead <= 0xF3) trailing = 3;
+  else if (lead == 0xF4) trailing = 3, high = 0x8F;  // nothing past U+10FFFF
+  else return {Utf8Prefix::Kind::Invalid, 1};        // a stray continuation byte, C0, C1, F5..FF
+  for (size_t k = 1; k <= trailing; ++k) {
+    if (at + k >= text.size()) return {Utf8Prefix::Kind::Incomplete, k};
+    const uint8_t c = static_cast<uint8_t>(text[at + k]);
+    if (c < (k == 1 ? low : 0x80) || c > (k == 1 ? high : 0xBF)) return {Utf8Prefix::Kind::Invalid, k};
+  }
+  return {Utf8Prefix::Kind::Whole, trailing + 1};
+}
+
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// Bytes in, whole characters out: the text the deltas add up to is Tokenizer::decode's reading of
+// the same bytes (without its leading-space strip).
+class Utf8Stream {
+ public:
+  // The whole characters that `bytes` completes, ill-formed sequences as U+FFFD.
+  std::string push(std::string_view bytes) {
+    pending_ += bytes;
+    std::string out;
+    size_t at = 0;
+    while (at < pending_.size()) {
+      const Utf8Prefix p = utf8Prefix(pending_, at);
+      if (p.kind == Utf8Prefix::Kind::Incomplete) break;
+      if (p.kind == Utf8Prefix::Kind::Whole) out.append(pending_, at, p.length);
+      else out += kReplacement;
+      at += p.length;
+    }
+    pending_.erase(0, at);
+    return out;
+  }
+  // Whatever is left at the end: a cut-off sequence is one U+FFFD.
+  std::string finish() {
+    std::string out = pending_.empty() ? "" : std::string(kReplacement);
+    pending_.clear();
+    return out;
+  }
+
+ private:
+  std::string pending_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading the request.
+
+[[noreturn]] void badKey(const std::string& key, const std::string& problem) {
+  throw Error("request: \"" + key + "\" " + problem);
+}
+
+bool boolOf(const Value& v, const std::string& key) {
+  if (!v.isBool()) badKey(key, "must be true or false");
+  return v.boolean;
+}
+
+std::string stringOf(const Value& v, const std::string& key) {
+  if (!v.isString()) badKey(key, std::string("must be a string, not ") + json::kindName(v.kind));
+  return v.text;
+}
+
+// An integral JSON number in [lo, hi] (exactly: the literal is compared as a decimal).
+uint64_t integerOf(const Value& v, const std::string& key, uint64_t lo, uint64_t hi) {
+  const std::string range = "must be an integer from " + str(lo) + " to " + str(hi);
+  if (!v.isNumber() || !json::isIntegral(v.text)) badKey(key, range);
+  if (json::compareNumbers(v.text, str(lo)) < 0 || json::compareNumbers(v.text, str(hi)) > 0) badKey(key, range);
+  // Integral and in range: the digits of the exact value, read without rounding.
+  const json::Decimal d = json::decimal(v.text);
+  uint64_t out = 0;
+  for (char c : d.digits) out = out * 10 + static_cast<uint64_t>(c - '0');
+  for (int64_t e = 0; e < d.exponent; ++e) out *= 10;
+  return out;
+}
+
+// A finite real number, rounded to f32 once (as the engine's sampler export receives it).
+float realOf(const Value& v, const std::string& key) {
+  if (!v.isNumber()) badKey(key, "must be a number");
+  const double d = std::strtod(v.text.c_str(), nullptr);
+  if (!std::isfinite(static_cast<float>(d))) badKey(key, "is out of range");
+  return static_cast<float>(d);
+}
+
+// The seed: an integer 0..2^64-1, as a number or as a string of digits.
+uint64_t seedOf(const Value& v) {
+  if (v.isString()) {
+    const std::string& t = v.text;
+    if (t.empty() || t.size() > 20 || t.find_first_not_of("0123456789") != std::string::npos)
+      badKey("seed", "must be an integer from 0 to 18446744073709551615");
+    return integerOf(Value::number(t), "seed", 0, UINT64_MAX);
+  }
+  return integerOf(v, "seed", 0, UINT64_MAX);
+}
+
+// An assistant turn's text as the prompt wants it: one leading space (the dummy prefix) and one
+// trailing <|im_end|> dropped, so an envelope's "text" can be passed back as it is.
+std::string assistantText(std::string text) {
+  constexpr std::string_view kEnd = "<|im_end|>";
+  if (!text.empty() && text[0] == ' ') text.erase(0, 1);
+  if (text.size() >= kEnd.size() && text.compare(text.size() - kEnd.size(), kEnd.size(), kEnd) == 0)
+    text.erase(text.size() - kEnd.size());
+  return text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing the envelope.
+
+std::string fixed(double v, int decimals) {
+  if (!std::isfinite(v)) return "0";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+// An f32 that reads back as the same f32.
+std::string f32Json(float v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+  return buf;
+}
+
+}  // namespace
+
+double Backend::nowMs() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+// ---------------------------------------------------------------------------------------------
+// SessionModel
+
+SessionModel::SessionModel(Tokenizer tokenizer, uint32_t vocab, uint32_t maxSeqLen, bool hasContrastive,
+                           bool hasConfidence)
+    : tokenizer_(std::move(tokenizer)),
+      vocab_(vocab),
+      maxSeqLen_(maxSeqLen),
+      hasContrastive_(hasContrastive),
+      hasConfidence_(hasConfidence) {
+  if (vocab_ < tokenizer_.size())
+    throw Error("session: vocab " + str(vocab_) + " is smaller than the tokenizer's " +
+                str(tokenizer_.size()) + " pieces");
+  if (maxSeqLen_ == 0) throw Error("session: max_seq_len is 0");
+  table_ = std::make_unique<TokenTable>(tokenizer_);  // refuses a tokenizer without markers or bytes
+  std::fill(std::begin(byteIds_), std::end(byteIds_), UINT32_MAX);
+  const TokenizerSpec& spec = tokenizer_.spec();
+  for (uint32_t id = 0; id < spec.pieces.size(); ++id) {
+    if (spec.pieces[id].type != PieceType::Byte) continue;
+    const std::string b = tokenizer_.pieceBytes(id);
+    if (b.size() == 1) byteIds_[static_cast<uint8_t>(b[0])] = id;
+  }
+  for (uint32_t b = 0; b < 256; ++b)
+    if (byteIds_[b] == UINT32_MAX) throw Error("session: the tokenizer has no byte piece for byte " + str(b));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request
+
+Turn parseTurn(const Value& turn, const std::string& where) {
+  if (!turn.isObject()) throw Error(where + ": expected an object, got " + json::kindName(turn.kind));
+  for (const json::Member& m : turn.members)
+    if (m.name != "role" && m.name != "content")
+      throw Error(where + ": unknown key " + json::quoteReadable(m.name));
+  const Value* role = turn.find("role");
+  const Value* content = turn.find("content");
+  if (!role || !role->isString()) throw Error(where + ": \"role\" must be \"user\", \"assistant\" or \"tool\"");
+  if (!content) throw Error(where + ": \"content\" is missing");
+  Turn out;
+  if (role->text == "user" || role->text == "assistant") {
+    if (!content->isString())
+      throw Error(where + ": the " + role->text + "'s \"content\" must be a string, not " +
+                  json::kindName(content->kind));
+    out.role = role->text == "user" ? Turn::Role::User : Turn::Role::Assistant;
+    out.text = out.role == Turn::Role::User ? content->text : assistantText(content->text);
+  } else if (role->text == "tool") {
+    out.role = Turn::Role::ToolResult;
+    out.result = *content;
+  } else {
+    throw Error(where + ": \"role\" must be \"user\", \"assistant\" or \"tool\", not " +
+                json::quoteReadable(role->text));
+  }
+  return out;
+}
+
+Request parseRequest(std::string_view requestJson) {
+  json::ParseOptions options;
+  options.source = "request JSON";
+  return parseRequest(json::parse(requestJson, options));
+}
+
+Request parseRequest(const Value& v) {
+  if (!v.isObject()) throw Error(std::string("request: expected an object, got ") + json::kindName(v.kind));
+  Request r;
+  bool hasTools = false;
+  for (const json::Member& m : v.members) {
+    const std::string& k = m.name;
+    const Value& x = m.value;
+    if (k == "tools") {
+      hasTools = true;
+      if (x.isString()) r.tools = parseTools(std::string_view(x.text));
+      else if (x.isArray()) r.tools = parseTools(x);
+      else badKey(k, "must be an array of tools or a string of tools JSON");
+    } else if (k == "request") {
+      r.request = stringOf(x, k);
+    } else if (k == "system") {
+      r.system = stringOf(x, k);
+    } else if (k == "history") {
+      if (!x.isArray()) badKey(k, "must be an array of turns");
+      for (size_t i = 0; i < x.items.size(); ++i)
+        r.history.push_back(parseTurn(x.items[i], "request: history turn " + str(i + 1)));
+    } else if (k == "max_tokens") {
+      r.maxTokens = static_cast<uint32_t>(integerOf(x, k, 1, kMaxTokensLimit));
+    } else if (k == "constrain") {
+      r.constrain = boolOf(x, k);
+    } else if (k == "temperature") {
+      r.sampling.temperature = realOf(x, k);
+    } else if (k == "top_k") {
+      r.sampling.topK = static_cast<uint32_t>(integerOf(x, k, 0, UINT32_MAX));
+    } else if (k == "top_p") {
+      r.sampling.topP = realOf(x, k);
+    } else if (k == "min_p") {
+      r.sampling.minP = realOf(x, k);
+    } else if (k == "repeat_penalty") {
+      r.sampling.repetitionPenalty = realOf(x, k);
+    } else if (k == "repeat_window") {
+      r.sampling.repetitionWindow = static_cast<uint32_t>(integerOf(x, k, 0, UINT32_MAX));
+    } else if (k == "seed") {
+      r.seed = seedOf(x);
+    } else if (k == "use_heads") {
+      r.useHeads = boolOf(x, k);
+    } else {
+      throw Error("request: unknown key " + json::quoteReadable(k));
+    }
+  }
+  if (!hasTools) throw Error("request: \"tools\" is missing");
+  if (!r.request && r.history.empty()) throw Error("request: give \"request\" or a \"history\" of turns");
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The envelope
+
+Envelope errorEnvelope(std::string message) {
+  Envelope e;
+  e.error = std::move(message);
+  return e;
+}
+
+std::string envelopeJson(const Envelope& e) {
+  std::string out = "{\"type\":\"" + std::string(e.type()) + "\"";
+  out += ",\"success\":" + std::string(e.success ? "true" : "false");
+  out += ",\"error\":" + (e.error.empty() ? std::string("null") : json::quote(e.error));
+  out += ",\"function_calls\":[";
+  for (size_t i = 0; i < e.calls.size(); ++i) {
+    if (i) out += ',';
+    out += "{\"name\":" + json::quote(e.calls[i].name) + ",\"arguments\":" + json::compact(e.calls[i].arguments) + "}";
+  }
+  out += "],\"reasoning\":" + json::quote(e.reasoning);
+  out += ",\"text\":" + json::quote(e.text);
+  out += ",\"confidence\":" + (e.confidence ? f32Json(*e.confidence) : std::string("null"));
+  out += ",\"prompt_tokens\":" + str(e.promptTokens);
+  out += ",\"pinned_tokens\":" + str(e.pinnedTokens);
+  out += ",\"generated_tokens\":" + str(e.generatedTokens);
+  out += ",\"forced_tokens\":" + str(e.forcedTokens);
+  out += ",\"reply_ids\":[";
+  for (size_t i = 0; i < e.replyIds.size(); ++i) out += (i ? "," : "") + str(e.replyIds[i]);
+  out += "],\"tools_offered\":";
+  if (e.toolsOffered) {
+    out += '[';
+    for (size_t i = 0; i < e.toolsOffered->size(); ++i) out += (i ? "," : "") + json::quote((*e.toolsOffered)[i]);
+    out += ']';
+  } else {
+    out += "null";
+  }
+  out += ",\"time_to_first_token_ms\":" + fixed(e.timeToFirstTokenMs, 3);
+  out += ",\"prefill_tps\":" + fixed(e.prefillTps, 1);
+  out += ",\"decode_tps\":" + fixed(e.decodeTps, 1);
+  out += ",\"constraint_ms\":" + fixed(e.constraintMs, 3);
+  out += ",\"peak_memory_bytes\":" + str(e.peakMemoryBytes);
+  return out + "}";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ranking the tools
+
+std::string toolJson(const Tool& tool) {
+  const std::string array = toolsJson(std::vector<Tool>{tool});  // "[{...}]"
+  return array.substr(1, array.size() - 2);
+}
+
+namespace {
+
+// The contrastive head's embedding of [BOS] + encode(text) in a fresh session (at most max_seq_len
+// positions: a longer text is cut there).
+std::vector<float> embed(Backend& backend, const SessionModel& model, std::string_view text) {
+  std::vector<uint32_t> ids{model.tokenizer().spec().bos_id};
+  const std::vector<uint32_t> body = backend.encode(text, false);
+  ids.insert(ids.end(), body.begin(), body.end());
+  if (ids.size() > model.maxSeqLen()) ids.resize(model.maxSeqLen());
+  backend.reset(0);
+  backend.headsBegin();
+  backend.feed(ids, false);
+  return backend.headOutput(HeadCode::Contrastive);
+}
+
+}  // namespace
+
+std::vector<size_t> rankTools(Backend& backend, const SessionModel& model, std::string_view query,
+                              const std::vector<Tool>& tools, size_t keep) {
+  const std::vector<float> q = embed(backend, model, query);
+  std::vector<float> score(tools.size());
+  for (size_t t = 0; t < tools.size(); ++t) {
+    const std::vector<float> e = embed(backend, model, toolJson(tools[t]));
+    if (e.size() != q.size())
+      throw Error("session: the contrastive head gave " + str(e.size()) + " values for tool " + str(t + 1) +
+                  " and " + str(q.size()) + " for the request");
+    float dot = 0;  // f32, in index order: the same bits in both engines
+    for (size_t i = 0; i < e.size(); ++i) dot += e[i] * q[i];
+    score[t] = dot;
+  }
+  std::vector<size_t> order(tools.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  // Highest score first; equal scores (and NaN, which compares false) keep the lower index first.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+  order.resize(std::min(keep, order.size()));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One request, start to end.
+
+struct Session::Run {
+  const SessionModel& model;
+  Backend& backend;
+  const Request& req;
+  Envelope env;
+
+  double start = 0;
+  std::vector<Tool> offered;          // the tools of the prompt, the grammar and the reply check
+  std::vector<Turn> turns;            // the conversation
+  bool allowText = false;             // free text allowed: the last turn is a tool result
+  std::vector<uint32_t> promptIds;
+  std::unique_ptr<Grammar> grammar;   // with the constraint
+  std::unique_ptr<Matcher> matcher;
+  std::unique_ptr<Masker> masker;
+  std::vector<uint32_t> tableMask, vocabMask;
+  Utf8Stream stream;
+  // Confidence: the sampled tokens inside the call block.
+  bool inCall = false;
+  double callLogprobSum = 0;
+  uint32_t callLogprobCount = 0;
+
+  Run(const SessionModel& m, Backend& b, const Request& r) : model(m), backend(b), req(r) {}
+
+  uint32_t markerId(Marker m) const { return model.table().markerId(m); }
+
+  // The conversation, checked by rendering it with every tool (chat markers spelled where they may
+  // not be), before anything runs.
+  void readConversation() {
+    turns = req.history;
+    if (req.request) {
+      Turn t;
+      t.text = *req.request;
+      turns.push_back(std::move(t));
+    }
+    try {
+      (void)renderPrompt(req.tools, turns, req.system);
+    } catch (const Error& e) {
+      throw Refusal(e.what());
+    }
+    allowText = turns.back().role == Turn::Role::ToolResult;
+  }
+
+  // With more than 5 tools and a contrastive head: the 5 that match the request best.
+  void chooseTools() {
+    offered = req.tools;
+    if (!(req.useHeads && model.hasContrastive() && req.tools.size() > kRankedTools)) return;
+    std::string query;
+    if (req.request) {
+      query = *req.request;
+    } else {
+      for (const Turn& t : turns)
+        if (t.role == Turn::Role::User) query = t.text;
+    }
+    const std::vector<size_t> kept = rankTools(backend, model, query, req.tools, kRankedTools);
+    offered.clear();
+    env.toolsOffered.emplace();
+    for (size_t i : kept) {
+      offered.push_back(req.tools[i]);
+      env.toolsOffered->push_back(req.tools[i].name);
+    }
+  }
+
+  // The prompt's ids, refused when it cannot fit, and the grammar at the reply's start.
+  void preparePrompt() {
+    const std::string prompt = renderPrompt(offered, turns, req.system);
+    promptIds = {model.tokenizer().spec().bos_id};
+    const std::vector<uint32_t> body = backend.encode(prompt, false);
+    promptIds.insert(promptIds.end(), body.begin(), body.end());
+    const uint64_t n = promptIds.size(), context = model.maxSeqLen();
+    env.promptTokens = static_cast<uint32_t>(n);
+    if (n + 1 > context)
+      throw Refusal("the prompt is " + str(n) + " tokens; this model's context holds " + str(context));
+    env.pinnedTokens = sinkLength(promptIds, markerId(Marker::ToolsEnd));
+    if (!req.constrain) return;
+    GrammarOptions options;
+    options.allowText = allowText;
+    grammar = std::make_unique<Grammar>(offered, options);
+    matcher = std::make_unique<Matcher>(*grammar);
+    masker = std::make_unique<Masker>(model.table());
+    tableMask.assign(model.table().maskWords(), 0);
+    vocabMask.assign(maskWords(model.vocab()), 0);
+    const uint32_t shortest = matcher->minCompletion();
+    if (req.maxTokens < shortest)
+      throw Refusal("max_tokens " + str(req.maxTokens) + " is fewer than the " + str(shortest) +
+                    " tokens the shortest reply needs");
+    if (context - n < shortest)
+      throw Refusal("the prompt is " + str(n) + " tokens; this model's context holds " + str(context) +
+                    ", which leaves " + str(context - n) + " reply tokens, fewer than the " + str(shortest) +
+                    " the shortest reply needs");
+  }
+
+  // Reply tokens that may still come: the caller's limit and the room left in the context.
+  uint32_t tokensLeft() const {
+    const uint32_t generated = static_cast<uint32_t>(env.replyIds.size());
+    const uint32_t byLimit = req.maxTokens - generated;
+    const uint32_t byContext = model.maxSeqLen() - env.promptTokens - generated;
+    return std::min(byLimit, byContext);
+  }
+
+  // A reply token is known: record it, stream its text, track the call block for confidence.
+  void append(uint32_t id, bool forced, float logprob) {
+    if (env.replyIds.empty()) env.timeToFirstTokenMs = backend.nowMs() - start;
+    env.replyIds.push_back(id);
+    if (forced) ++env.forcedTokens;
+    if (!forced && inCall) {
+      callLogprobSum += static_cast<double>(logprob);
+      ++callLogprobCount;
+    }
+    if (id == markerId(Marker::ToolCall)) inCall = true;
+    if (id == markerId(Marker::ToolCallEnd)) inCall = false;
+    const std::string delta = stream.push(model.tokenizer().pieceBytes(id));
+    env.text += delta;
+    backend.onText(delta, id, forced);
+  }
+
+  // The tokens of a forced fragment: whole UTF-8 characters through encode(raw), markers as their
+  // ids, bytes of a cut character as byte pieces. A run whose encoding is not exactly its bytes (a
+  // marker spelled inside a JSON string, which encode would read as the marker) is fed as bytes.
+  std::vector<uint32_t> forcedTokens(const std::vector<Symbol>& symbols) {
+    std::vector<uint32_t> out;
+    const TokenTable& table = model.table();
+    size_t i = 0;
+    while (i < symbols.size()) {
+      if (isMarker(symbols[i])) {
+        out.push_back(markerId(static_cast<Marker>(symbols[i] - kFirstMarker)));
+        ++i;
+        continue;
+      }
+      std::string bytes;
+      while (i < symbols.size() && !isMarker(symbols[i])) bytes += static_cast<char>(symbols[i++]);
+      // Whole characters go to the tokenizer in runs; anything else byte by byte.
+      size_t at = 0;
+      while (at < bytes.size()) {
+        size_t end = at;
+        while (end < bytes.size()) {
+          const Utf8Prefix p = utf8Prefix(bytes, end);
+          if (p.kind != Utf8Prefix::Kind::Whole) break;
+          end += p.length;
+        }
+        if (end > at) {
+          const std::string_view run(bytes.data() + at, end - at);
+          const std::vector<uint32_t> ids = backend.encode(run, true);
+          std::string spelled;
+          for (uint32_t id : ids) {
+            if (id >= table.vocabSize()) { spelled.clear(); break; }
+            for (Symbol s : table.symbols(id)) spelled += isMarker(s) ? std::string("\x01") : std::string(1, static_cast<char>(s));
+          }
+          if (spelled == run) out.insert(out.end(), ids.begin(), ids.end());
+          else for (char c : run) out.push_back(model.byteId(static_cast<uint8_t>(c)));
+          at = end;
+        } else {
+          out.push_back(model.byteId(static_cast<uint8_t>(bytes[at])));
+          ++at;
+        }
+      }
+    }
+    return out;
+  }
+
+  // Feeds the forced fragment at the matcher's state. Returns true when it ended the reply.
+  bool feedForced(const std::vector<Symbol>& symbols, double constraintStart) {
+    const std::vector<uint32_t> ids = forcedTokens(symbols);
+    for (uint32_t id : ids)
+      if (!model.table().accept(*matcher, id))
+        throw Error("session: forced token " + str(id) + " is not accepted by the call grammar");
+    if (ids.size() > tokensLeft())
+      throw Error("session: a forced fragment of " + str(ids.size()) + " tokens exceeds the " +
+                  str(tokensLeft()) + " left");
+    env.constraintMs += backend.nowMs() - constraintStart;
+    for (uint32_t id : ids) append(id, true, 0);
+    const bool done = matcher->done() || tokensLeft() == 0;
+    const size_t run = done ? ids.size() - 1 : ids.size();  // the reply's last token is never fed
+    if (run) backend.feed(std::span<const uint32_t>(ids.data(), run), !done);
+    return done;
+  }
+
+  // The budget mask at the matcher's state, widened to the model's vocabulary.
+  const uint32_t* budgetMask() {
+    masker->budgetMask(*matcher, tokensLeft(), tableMask.data());
+    std::copy(tableMask.begin(), tableMask.end(), vocabMask.begin());
+    return vocabMask.data();
+  }
+
+  // The reply, token by token (docs/toolcall.md, "The session", step 7).
+  void generate() {
+    const uint32_t imEnd = markerId(Marker::ImEnd), eos = model.tokenizer().spec().eos_id;
+    while (tokensLeft() > 0) {
+      if (backend.stopRequested()) {
+        env.stopped = true;
+        break;
+      }
+      const uint32_t* mask = nullptr;
+      if (matcher) {
+        const double c0 = backend.nowMs();
+        const std::vector<Symbol> forced = matcher->forcedSymbols();
+        if (!forced.empty()) {
+          if (feedForced(forced, c0)) break;
+          continue;
+        }
+        mask = budgetMask();
+        env.constraintMs += backend.nowMs() - c0;
+      }
+      const uint32_t id = backend.sample(mask);
+      const float lp = backend.logprob(id);
+      if (matcher) {
+        const double c0 = backend.nowMs();
+        if (!model.table().accept(*matcher, id))
+          throw Error("session: the backend drew token " + str(id) + ", which the mask does not allow");
+        env.constraintMs += backend.nowMs() - c0;
+      }
+      append(id, false, lp);
+      const bool done = matcher ? matcher->done() : (id == imEnd || id == eos);
+      if (done || tokensLeft() == 0) break;  // the reply's last token is never fed
+      backend.feed(std::span<const uint32_t>(&id, 1), true);
+    }
+    const std::string tail = stream.finish();
+    if (!tail.empty()) {
+      env.text += tail;
+      backend.onText(tail, UINT32_MAX, false);
+    }
+  }
+
+  // docs/toolcall.md, "Confidence": min(sigmoid(head logit), exp(mean logprob of the sampled call
+  // tokens)), in f32.
+  void confidence() {
+    const std::vector<float> out = backend.headOutput(HeadCode::Confidence);
+    if (out.empty()) throw Error("session: the confidence head gave no value");
+    const float head = 1.0f / (1.0f + expf32(-out[0]));
+    const float call = callLogprobCount
+                           ? expf32(static_cast<float>(callLogprobSum / static_cast<double>(callLogprobCount)))
+                           : 1.0f;
+    env.confidence = std::min(head, call);
+  }
+
+  Envelope go() {
+    start = backend.nowMs();
+    readConversation();
+    chooseTools();
+    try {
+      preparePrompt();
+    } catch (const Refusal&) {
+      throw;
+    } catch (const Error& e) {
+      throw Refusal(e.what());
+    }
+    const bool pooled = req.useHeads && model.hasConfidence();
+    backend.reset(env.pinnedTokens);
+    backend.setSampler(req.sampling, req.seed);
+    if (pooled) backend.headsBegin();
+    const double prefillStart = backend.nowMs();
+    backend.feed(promptIds, true);
+    const double prefillEnd = backend.nowMs();
+    generate();
+    const double end = backend.nowMs();
+
+    const Reply reply = parseReply(env.text, offered, allowText);
+    env.calls = reply.calls;
+    env.reasoning = reply.reasoning;
+    env.error = reply.error;
+    env.success = reply.error.empty();
+    env.generatedTokens = static_cast<uint32_t>(env.replyIds.size());
+    if (pooled) confidence();
+    const double prefillMs = prefillEnd - prefillStart, decodeMs = end - prefillEnd;
+    env.prefillTps = prefillMs > 0 ? env.promptTokens * 1000.0 / prefillMs : 0;
+    env.decodeTps = decodeMs > 0 ? env.generatedTokens * 1000.0 / decodeMs : 0;
+    env.peakMemoryBytes = backend.memoryBytes();
+    return env;
+  }
+};
+
+Envelope Session::complete(Backend& backend, const Request& request) {
+  Run run(model_, backend, request);
+  return run.go();
+}
+
+}  // namespace needle::toolcall
