@@ -168,8 +168,8 @@
   (global $TOK_SYMCAP i32 (i32.const 2360)) ;; symbols it holds
   (global $TOK_NORM  i32 (i32.const 2364)) ;; -> normalised text scratch
   (global $TOK_NORMCAP i32 (i32.const 2368))
-  (global $TOK_BLOB  i32 (i32.const 2372)) ;; -> tokenizer blob, $TOK_BLOBLEN its length
-  (global $TOK_BLOBLEN i32 (i32.const 2376))
+  (global $TOK_BLOB (export "ADDR_TOK_BLOB") i32 (i32.const 2372)) ;; -> the tokenizer record's blob, where it lies in the archive
+  (global $TOK_BLOBLEN (export "ADDR_TOK_BLOBLEN") i32 (i32.const 2376)) ;; its length in bytes (the tool-call module reads the blob)
   ;; Sampler fields
   (global $S_TEMP (export "ADDR_S_TEMP") i32 (i32.const 2432)) ;; f32 temperature (<= 0: greedy)
   (global $S_TOPK (export "ADDR_S_TOPK") i32 (i32.const 2436)) ;; top-k (0: off)
@@ -987,7 +987,8 @@
     (local $withTok i32)
     (i32.store (global.get $LOADED) (i32.const 0))
     (i32.store (global.get $STATE_OK) (i32.const 0))
-    (i32.store (global.get $NHEADS) (i32.const 0))    ;; (a previous archive's heads must not linger)
+    (i32.store (global.get $NHEADS) (i32.const 0))    ;; (a previous archive's heads must not linger,
+    (i32.store (global.get $TOK_N) (i32.const 0))     ;;  nor its tokenizer)
     (i32.store (global.get $HEADS_ON) (i32.const 0))
     (i32.store (global.get $POOLED) (i32.const 0))
     (i32.store (global.get $ERR_RECORD) (i32.const -1))
@@ -3126,6 +3127,7 @@
     (local.set $b (i32.load offset=24 (call $rec (local.get $rec))))
     (local.set $size (i32.load offset=44 (call $rec (local.get $rec))))
     (i32.store (global.get $TOK_BLOB) (local.get $b))
+    (i32.store (global.get $TOK_BLOBLEN) (local.get $size))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
     (if (i32.lt_u (local.get $size) (i32.const 24)) (then (return (global.get $ERR_TOKENIZER))))
     (local.set $n (i32.load (local.get $b)))
