@@ -1,0 +1,438 @@
+#!/usr/bin/python3
+"""Unit tests of the trainer (tools/train/; docs/training.md).
+
+    /usr/bin/python3 tests/train/test_trainer.py [--bin BUILD/bin]
+
+The archive tests run needle-pack (from --bin, else $NEEDLE_BIN_DIR, else build/bin) and fail when
+it is missing. Checked: the codebooks bit for bit; the fake quantisation against the indices and
+norms needle-pack stores (2, 3, 4 bits and ternary); the FP16 rounding; the Walsh-Hadamard matrix
+against the FWHT butterfly; the engram hash test vector of the design page; Sinkhorn's columns; the
+batched forward's masks and padding; the batching, the data loader, and an exact resume.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "train"))
+
+import cact  # noqa: E402
+import cq  # noqa: E402
+import export  # noqa: E402
+import model as M  # noqa: E402
+import train  # noqa: E402
+
+BIN_DIR = os.environ.get("NEEDLE_BIN_DIR", os.path.join(ROOT, "build", "bin"))
+
+
+def needle_tool(name: str) -> str:
+    path = os.path.join(BIN_DIR, name)
+    if not os.access(path, os.X_OK):
+        raise AssertionError(f"{path} is missing: build it, or pass --bin BUILD/bin")
+    return path
+
+
+def random_model(geometry: str, bits_map: str, seed: int = 1) -> M.Needle2:
+    """A model whose every tensor is off its initial value (so no check passes by symmetry)."""
+    net = M.Needle2(M.geometry_from(geometry), cq.BitsMap.parse(bits_map), seed=seed)
+    gen = torch.Generator().manual_seed(seed + 100)
+    with torch.no_grad():
+        for name, p in net.named_parameters():
+            if name in cq_names(net):
+                p.mul_(3.0)
+            else:
+                p.add_(0.2 * torch.randn(p.shape, generator=gen))
+    return net
+
+
+def cq_names(net: M.Needle2) -> set:
+    return {"embedding", *M.LAYER_CQ, *M.MHC_CQ, "engram_tables", "engram_key_proj", "engram_value_proj"}
+
+
+class Codebooks(unittest.TestCase):
+    def test_recomputed_codebooks_equal_the_design_page_bit_for_bit(self):
+        computed = cq.compute_codebooks().view(np.uint32)
+        self.assertEqual(computed.tolist(), cq.design_codebooks().view(np.uint32).tolist())
+        self.assertEqual(computed[:4].tolist(), [0xBE085E47, 0xBD237060, 0x3D23FC09, 0x3E08A9DB])
+
+    def test_levels_per_width(self):
+        self.assertEqual(len(cq.levels_for(2)), 4)
+        self.assertEqual(len(cq.levels_for(3)), 8)
+        self.assertEqual(len(cq.levels_for(4)), 16)
+        self.assertEqual(np.float32(cq.levels_for(5)[2]).view(np.uint32), np.float32(0.108187906).view(np.uint32))
+        with self.assertRaises(ValueError):
+            cq.levels_for(6)
+
+
+class Hadamard(unittest.TestCase):
+    @staticmethod
+    def butterfly(x: np.ndarray) -> np.ndarray:
+        """docs/cq.md §3: unnormalised in-place butterfly, stride 1 first, a+b left, a-b right."""
+        x = x.copy()
+        n, h = len(x), 1
+        while h < n:
+            for i in range(0, n, 2 * h):
+                a, b = x[i:i + h].copy(), x[i + h:i + 2 * h].copy()
+                x[i:i + h], x[i + h:i + 2 * h] = a + b, a - b
+            h *= 2
+        return x
+
+    def test_matrix_equals_the_normalised_butterfly(self):
+        rng = np.random.default_rng(3)
+        for n in (4, 128, 256, 512):
+            H = cq.hadamard(n, torch.float64).numpy()
+            self.assertTrue(np.array_equal(H, H.T))
+            np.testing.assert_allclose(H @ H, np.eye(n), atol=1e-12)
+            x = rng.standard_normal(n)
+            np.testing.assert_allclose(x @ H, self.butterfly(x) / np.sqrt(n), rtol=0, atol=1e-12)
+        # The natural (Sylvester) order: entry (i, j) = (-1)^popcount(i & j) / sqrt(n).
+        H = cq.hadamard(8, torch.float64).numpy() * np.sqrt(8)
+        self.assertEqual(H[3, 5], -1.0)  # 3 & 5 = 1: one bit
+        self.assertEqual(H[3, 3], 1.0)   # 3 & 3 = 3: two bits
+        with self.assertRaises(ValueError):
+            cq.hadamard(12)
+
+    def test_hadamard_mlp_without_padding_equals_the_padded_transform(self):
+        # d 192 < hada_n 256: the model skips the zero padding; the result must not change.
+        net = random_model("d192l8", "default=2")
+        x1 = torch.randn(2, 5, 192)
+        w = net.archive_weights(qat=False)
+        H = cq.hadamard(256)
+        z = torch.nn.functional.pad(M.zcrms(x1, w["pre_hada"][0]), (0, 64))
+        z = (w["d1"][0] * z) @ H
+        z = torch.nn.functional.silu(w["d2"][0] * z) @ H
+        expected = (w["d3"][0] * z)[..., :192]
+        torch.testing.assert_close(net._mlp(0, x1, w), expected, rtol=1e-5, atol=1e-6)
+
+
+class BitsMapRules(unittest.TestCase):
+    def test_longest_prefix_and_default(self):
+        m = cq.BitsMap.parse("embedding=4,mhc=4,default=2")
+        self.assertEqual(m.bits_for("embedding"), 4)
+        self.assertEqual(m.bits_for("mhc_phi_res"), 4)
+        self.assertEqual(m.bits_for("attn.q_proj"), 2)
+        m = cq.BitsMap.parse("attn=3,attn.out_proj=1.58,4")
+        self.assertEqual(m.bits_for("attn.q_proj"), 3)
+        self.assertEqual(m.bits_for("attn.out_proj"), 5)
+        self.assertEqual(m.bits_for("engram0.tables"), 4)
+
+    def test_bad_maps_name_the_problem(self):
+        for text, words in [("", "empty"), ("embedding=7", "width '7'"), ("2,default=3", "twice"),
+                            ("a=2,a=3", "'a' twice"), ("=2", "no name")]:
+            with self.assertRaises(ValueError) as e:
+                cq.BitsMap.parse(text)
+            self.assertIn(words, str(e.exception))
+
+
+class FakeQuantAgainstNeedlePack(unittest.TestCase):
+    """Pack a random model with every width in use; the archive's indices, norms and fp16 values are
+    what the trainer's forward uses."""
+
+    BITS = "embedding=4,mhc=3,attn.q_proj=1.58,attn.v_proj=3,default=2"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        # d192l8 has d 192 and sub_dim 96: inputs that are not a multiple of 128 (zero padding).
+        cls.net = random_model("d192l8", cls.BITS)
+        cls.tensors = export.archive_tensors(cls.net)
+        weights = os.path.join(cls.tmp, "m.safetensors")
+        cls.archive_path = os.path.join(cls.tmp, "m.cact")
+        export.export(cls.net, weights)
+        subprocess.run([needle_tool("needle-pack"), "--safetensors", weights, "--bits-map", cls.BITS,
+                        "-o", cls.archive_path], check=True, stdout=subprocess.DEVNULL)
+        cls.archive = cact.read(cls.archive_path)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def records(self, dtype):
+        for k, (key, values) in enumerate(self.tensors.items()):
+            record = self.archive.records[k]
+            self.assertEqual(tuple(record.shape), values.shape, key)
+            if record.dtype == dtype:
+                yield k, key, values, record
+
+    def test_header_matches_the_geometry(self):
+        g = self.net.g
+        h = self.archive.header
+        for name in ("vocab", "d_model", "num_heads", "num_kv_heads", "num_layers", "head_dim",
+                     "max_seq_len", "hada_n", "engram_slots", "engram_sub_dim", "num_engram_tables",
+                     "kv_window", "engram_orders", "engram_sites"):
+            self.assertEqual(h[name], getattr(g, name), name)
+        self.assertEqual(h["rope_theta"], g.rope_theta)
+        self.assertEqual(len(self.archive.records), len(self.tensors))
+
+    def test_exact_quantiser_equals_the_archive_for_every_cq_record(self):
+        widths = set()
+        for k, key, values, record in self.records("CQ"):
+            index, norm = self.archive.cq(k)
+            q_index, q_norm = cq.quantize(torch.from_numpy(values), record.bits, exact=True)
+            self.assertTrue(np.array_equal(q_index.numpy(), index), f"{key}: level indices differ")
+            self.assertTrue(np.array_equal(q_norm.numpy(), norm), f"{key}: group norms differ")
+            widths.add(record.bits)
+        self.assertEqual(widths, {2, 3, 4, 5})
+
+    def test_forward_weights_are_the_archive_dequantised(self):
+        exact = self.net.archive_weights(qat=True, exact=True)
+        by_key = export.archive_tensors_from(self.net, exact)
+        for k, key, values, record in self.records("CQ"):
+            index, norm = self.archive.cq(k)
+            expected = cq.dequantize(torch.from_numpy(index), torch.from_numpy(norm), record.bits, values.shape[1])
+            # Same indices and norms (the test above); the f32 rotation back may round differently in
+            # a larger matrix product, so the values agree to f32 rounding.
+            torch.testing.assert_close(torch.from_numpy(by_key[key]), expected, rtol=1e-5, atol=1e-7,
+                                       msg=lambda m: f"{key}: {m}")
+
+    def test_fast_quantiser_rarely_differs(self):
+        # The training path decides in f32: it may differ only where a value sits within f32
+        # rounding of a midpoint (expected about one index in ten million).
+        differing = total = 0
+        for k, key, values, record in self.records("CQ"):
+            index, _ = self.archive.cq(k)
+            q_index, _ = cq.quantize(torch.from_numpy(values), record.bits, exact=False)
+            differing += int((q_index.numpy() != index).sum())
+            total += index.size
+        self.assertGreater(total, 1_000_000)
+        self.assertLessEqual(differing / total, 1e-5)
+
+    def test_fp16_records_equal_the_rounded_forward_values(self):
+        rounded = export.archive_tensors_from(self.net, self.net.archive_weights(qat=True))
+        count = 0
+        for k, key, values, record in self.records("FP16"):
+            self.assertTrue(np.array_equal(self.archive.fp16(k), rounded[key]), key)
+            count += 1
+        g = self.net.g
+        self.assertEqual(count, 9 * g.num_layers + 6 + len(g.engram_sites) + 1)
+
+    def test_straight_through_gradient(self):
+        w = torch.randn(3, 200, requires_grad=True)
+        q = cq.fake_quant(w, 2)
+        (q * torch.arange(200.0)).sum().backward()
+        self.assertTrue(torch.equal(w.grad, torch.arange(200.0).expand(3, 200)))
+        self.assertFalse(torch.equal(q.detach(), w.detach()))
+
+
+class Engram(unittest.TestCase):
+    # Design page §3: tokens 2, 4, 100, 200, 300; 8192 slots; tables tau 0..3 (orders 2, 2, 3, 3).
+    SLOTS = [[8135, 6202, 7636, 1872], [5410, 4264, 2086, 3358], [581, 6494, 539, 4133],
+             [7041, 4262, 2608, 552], [4871, 2767, 3105, 5524]]
+    RAW_P4 = [0x1B613307, 0xB9BD8ACF, 0xFA85AC21, 0xB1D53594]
+
+    def test_design_page_test_vector(self):
+        tokens = [2, 4, 100, 200, 300]
+        orders = [2, 2, 3, 3]
+        for tau, order in enumerate(orders):
+            self.assertEqual(M.engram_hash_raw(tau, order, tokens, 4), self.RAW_P4[tau])
+            for p in range(5):
+                self.assertEqual(M.engram_hash_raw(tau, order, tokens, p) % 8192, self.SLOTS[p][tau])
+        g = M.geometry_from("base")  # 4 tables: orders (2, 3) x 2 heads, 8192 slots
+        slots = M.engram_slots(torch.tensor([tokens, tokens[:3] + [0, 0]]), g)
+        self.assertEqual(slots[0].tolist(), self.SLOTS)
+        self.assertEqual(slots[1, :3].tolist(), self.SLOTS[:3])  # right padding changes nothing before it
+
+    def test_rows_are_zero_until_the_ngram_is_whole(self):
+        net = random_model("tiny", "default=2")
+        with torch.no_grad():
+            w = net.archive_weights(qat=False)
+            w["engram_taps"] = torch.zeros_like(w["engram_taps"])
+            w["engram_taps"][:, 0] = 1.0
+            w["engram_key_proj"] = torch.ones_like(w["engram_key_proj"])
+            keys, values = net._engram(torch.tensor([[5, 6, 7, 8]]), w)
+        # tiny: orders 2 and 3 (one table each, 64 columns): p 0 nothing, p 1 the order-2 table only.
+        self.assertTrue(torch.all(keys[0][0, 0] == 0))
+        table = w["engram_tables"][0]
+        slots = M.engram_slots(torch.tensor([[5, 6, 7, 8]]), net.g)[0]
+        self.assertAlmostEqual(float(keys[0][0, 1, 0]), float(table[slots[1, 0]].sum()), places=4)
+        both = table[slots[2, 0]].sum() + table[256 + slots[2, 1]].sum()
+        self.assertAlmostEqual(float(keys[0][0, 2, 0]), float(both), places=4)
+
+
+class Sinkhorn(unittest.TestCase):
+    def test_columns_sum_to_one(self):
+        m = torch.randn(50, 4, 4) * 3 + 4 * torch.eye(4)
+        p = M.sinkhorn_log(m)
+        torch.testing.assert_close(p.sum(-2), torch.ones(50, 4), rtol=0, atol=2e-6)
+        torch.testing.assert_close(p.sum(-1), torch.ones(50, 4), rtol=0, atol=5e-2)
+        self.assertTrue(torch.all(p > 0))
+
+    def test_twenty_iterations_of_rows_then_columns(self):
+        m = torch.randn(4, 4, dtype=torch.float64) * 2
+        x = m.clone()
+        for _ in range(20):
+            x = x - torch.logsumexp(x, 1, keepdim=True)
+            x = x - torch.logsumexp(x, 0, keepdim=True)
+        torch.testing.assert_close(M.sinkhorn_log(m), torch.exp(x))
+        self.assertFalse(torch.allclose(M.sinkhorn_log(m, 19), torch.exp(x), rtol=0, atol=1e-12))
+
+
+class Forward(unittest.TestCase):
+    def setUp(self):
+        self.net = random_model("tiny", "embedding=4,mhc=4,default=2")
+
+    @torch.no_grad()
+    def test_right_padding_and_logit_positions(self):
+        a = torch.randint(14, 512, (1, 40), generator=torch.Generator().manual_seed(1))
+        b = torch.randint(14, 512, (1, 25), generator=torch.Generator().manual_seed(2))
+        batch = torch.zeros(2, 40, dtype=torch.int64)
+        batch[0], batch[1, :25] = a[0], b[0]
+        full = self.net(batch)
+        torch.testing.assert_close(full[0], self.net(a)[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(full[1, :25], self.net(b)[0], rtol=1e-5, atol=1e-5)
+        picked = self.net(batch, torch.tensor([3, 40 + 24, 39]))
+        torch.testing.assert_close(picked, torch.stack([full[0, 3], full[1, 24], full[0, 39]]))
+
+    def test_every_parameter_gets_a_gradient_through_the_fake_quantisation(self):
+        tokens = torch.randint(14, 512, (2, 30), generator=torch.Generator().manual_seed(6))
+        logits = self.net(tokens, torch.arange(10, 59))
+        torch.nn.functional.cross_entropy(logits, tokens.reshape(-1)[11:60]).backward()
+        for name, p in self.net.named_parameters():
+            self.assertIsNotNone(p.grad, name)
+            self.assertGreater(float(p.grad.abs().max()), 0.0, name)
+
+    def test_attention_mask_window_and_sink(self):
+        T, W = 12, 4
+        keep = M.attention_bias(T, W, 2, "cpu") == 0
+        for p in range(T):
+            expected = {k for k in range(p + 1) if k < min(2, p + 1) or max(2, p - W + 1) <= k}
+            self.assertEqual({k for k in range(T) if keep[p, k]}, expected, p)
+        per_row = M.attention_bias(T, W, torch.tensor([0, 2]), "cpu")
+        self.assertTrue(torch.equal(per_row[1, 0] == 0, keep))
+        self.assertTrue(torch.equal(per_row[0, 0] == 0, M.attention_bias(T, W, 0, "cpu") == 0))
+        causal = M.attention_bias(T, 0, 0, "cpu") == 0
+        self.assertTrue(torch.equal(causal, torch.ones(T, T, dtype=torch.bool).tril()))
+
+    def test_window_changes_only_positions_past_it(self):
+        tokens = torch.randint(14, 512, (1, 40), generator=torch.Generator().manual_seed(4))
+        with torch.no_grad():
+            windowed = self.net(tokens)
+            self.net.g.kv_window = 0
+            causal = self.net(tokens)
+        self.net.g.kv_window = 32
+        torch.testing.assert_close(windowed[0, :32], causal[0, :32])
+        self.assertGreater(float((windowed[0, 32:] - causal[0, 32:]).abs().max()), 1e-4)
+
+    def test_metadata_is_what_needle_pack_reads(self):
+        meta = M.geometry_from("d256l8").metadata()
+        self.assertEqual(meta["engram_orders"], "2,3")
+        self.assertEqual(meta["engram_sites"], "2,5")
+        self.assertEqual(meta["rope_theta"], "100000")
+        self.assertEqual(meta["head_codes"], "")
+        self.assertNotIn("num_tensors", meta)
+
+    def test_bad_geometry_names_the_field(self):
+        with self.assertRaises(ValueError) as e:
+            M.geometry_from('{"base": "d256l8", "num_heads": 3}')
+        self.assertIn("head_dim", str(e.exception))
+        with self.assertRaises(ValueError) as e:
+            M.geometry_from('{"base": "d256l8", "engram_sites": [5, 2]}')
+        self.assertIn("engram_sites", str(e.exception))
+
+
+class Data(unittest.TestCase):
+    def test_epoch_batches_cover_every_example_once_within_the_budget(self):
+        lengths = np.random.default_rng(0).integers(20, 300, 1000)
+        batches = train.epoch_batches(lengths, 2048, seed=5, epoch=3)
+        seen = sorted(k for b in batches for k in b)
+        self.assertEqual(seen, list(range(1000)))
+        for b in batches:
+            self.assertLessEqual(len(b) * max(lengths[b]), 2048)
+        self.assertEqual(batches, train.epoch_batches(lengths, 2048, seed=5, epoch=3))
+        self.assertNotEqual(batches, train.epoch_batches(lengths, 2048, seed=5, epoch=4))
+        padded = sum(len(b) * max(lengths[b]) for b in batches)
+        self.assertLess(padded / lengths.sum(), 1.1)  # bucketing keeps padding small
+
+    def test_make_batch_targets_are_the_reply_tokens(self):
+        examples = [(np.array([2, 10, 11], np.int32), np.array([20, 21, 1], np.int32)),
+                    (np.array([2, 12], np.int32), np.array([22, 1], np.int32))]
+        batch = train.make_batch(examples, [0, 1], "cpu")
+        self.assertEqual(batch["tokens"].tolist(), [[2, 10, 11, 20, 21], [2, 12, 22, 0, 0]])
+        self.assertEqual(batch["targets"].tolist(), [20, 21, 1, 22, 1])
+        # Position p predicts token p + 1: the last prompt token predicts the first reply token.
+        self.assertEqual(batch["positions"].tolist(), [2, 3, 4, 5 + 1, 5 + 2])
+        self.assertEqual(batch["n_tokens"], 5 + 3)
+
+    def test_load_examples_renders_with_render_py_and_caches(self):
+        import render
+        import sentencepiece as spm
+        tmp = tempfile.mkdtemp()
+        try:
+            ex = {"id": "x", "split": "train", "family": "t", "system": "",
+                  "tools": [{"name": "set_timer", "description": "Start a timer",
+                             "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}},
+                                            "required": ["minutes"]}}],
+                  "query": "timer for 5 minutes", "calls": [{"name": "set_timer", "arguments": {"minutes": 5}}]}
+            corpus = os.path.join(tmp, "corpus.txt")
+            with open(corpus, "w") as f:
+                for k in range(200):
+                    f.write(render.prompt_text(ex) + render.target_text(ex) + f" {k}\n")
+            spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(tmp, "t"), vocab_size=400,
+                                           model_type="bpe", byte_fallback=True, pad_id=0, eos_id=1,
+                                           bos_id=2, unk_id=3, minloglevel=2)
+            sp = spm.SentencePieceProcessor(model_file=os.path.join(tmp, "t.model"))
+            data = os.path.join(tmp, "train.jsonl")
+            with open(data, "w") as f:
+                f.write(json.dumps(ex) + "\n")
+                f.write(json.dumps({"prompt_ids": [2, 5, 6], "target_ids": [7, 1]}) + "\n")
+            cache = os.path.join(tmp, "cache")
+            for _ in range(2):  # the second read comes from the cache
+                loaded = train.load_examples(data, os.path.join(tmp, "t.model"), cache)
+                prompt, target = render.encode_example(sp, ex)
+                self.assertEqual(loaded[0][0].tolist(), prompt)
+                self.assertEqual(loaded[0][1].tolist(), target)
+                self.assertEqual([a.tolist() for a in loaded[1]], [[2, 5, 6], [7, 1]])
+            self.assertEqual(len(os.listdir(cache)), 1)
+            with open(data, "a") as f:
+                f.write("{not json\n")
+            with self.assertRaises(ValueError) as e:
+                train.load_examples(data, os.path.join(tmp, "t.model"))
+            self.assertIn("line 3", str(e.exception))
+        finally:
+            shutil.rmtree(tmp)
+
+
+class Resume(unittest.TestCase):
+    def test_an_interrupted_run_resumes_exactly(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            rng = np.random.default_rng(0)
+            data = os.path.join(tmp, "train.jsonl")
+            with open(data, "w") as f:
+                for _ in range(60):
+                    prompt = [2] + rng.integers(14, 512, int(rng.integers(8, 30))).tolist()
+                    f.write(json.dumps({"prompt_ids": prompt, "target_ids": prompt[1:4] + [1]}) + "\n")
+            common = ["--data", data, "--geometry", "tiny", "--batch-tokens", "256", "--warmup", "3",
+                      "--threads", "1", "--quiet", "--log-every", "2", "--checkpoint-minutes", "0"]
+            straight = train.run(train.parse_args(common + ["--out", os.path.join(tmp, "a"), "--steps", "8"]))
+            # Interrupted after 4 of its 8 steps (--stop-after ends an invocation early, as a crash would,
+            # but right after a checkpoint).
+            train.run(train.parse_args(common + ["--out", os.path.join(tmp, "b"), "--steps", "8",
+                                                 "--stop-after", "4"]))
+            resumed = train.run(train.parse_args(common + ["--out", os.path.join(tmp, "b"), "--steps", "8",
+                                                           "--resume"]))
+            self.assertEqual(straight["state"]["step"], 8)
+            self.assertEqual(resumed["state"]["step"], 8)
+            a = torch.load(os.path.join(tmp, "a", "checkpoint.pt"))
+            b = torch.load(os.path.join(tmp, "b", "checkpoint.pt"))
+            for key in a["model"]:
+                self.assertTrue(torch.equal(a["model"][key], b["model"][key]), key)
+            self.assertEqual([r["loss"] for r in straight["rows"]], [r["loss"] for r in resumed["rows"]])
+        finally:
+            shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    if "--bin" in sys.argv:
+        k = sys.argv.index("--bin")
+        BIN_DIR = os.path.abspath(sys.argv[k + 1])
+        del sys.argv[k:k + 2]
+    torch.set_num_threads(1)
+    unittest.main()

@@ -1,0 +1,503 @@
+#!/usr/bin/python3
+"""train.py: train a Needle 2 model (model.py) on tool-call examples, with CQ in the loop.
+
+    /usr/bin/python3 tools/train/train.py --data build/train/data --tokenizer build/train/tokenizer/needle.model \
+        --geometry d256l8 --bits-map 'embedding=4,mhc=4,default=2' --minutes 80 --out build/train/run
+
+The loss is cross-entropy on the reply tokens only (the prompt is context). Batches hold examples of
+similar length (bucketed) up to --batch-tokens padded tokens. AdamW, linear warmup then cosine decay
+to --min-lr, gradient clipping. A checkpoint (model, optimiser, data position, RNG, elapsed time,
+schedule) is written every --checkpoint-minutes and at the end; --resume continues from it exactly.
+The log is OUT/log.csv and OUT/loss.png. docs/training.md describes all of it.
+"""
+from __future__ import annotations
+
+import os
+
+# OpenMP threads that spin while waiting make a shared machine crawl (measured: 2 spinning threads
+# next to another busy process ran 20x slower); sleep instead. Read when torch loads libgomp.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
+import csv
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import random  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cq  # noqa: E402
+import model as M  # noqa: E402
+
+CHECKPOINT = "checkpoint.pt"
+LOG_FIELDS = ["step", "epoch", "tokens", "elapsed_s", "lr", "loss", "accuracy", "tokens_per_s",
+              "eval_loss", "eval_accuracy"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Data: examples -> (prompt ids, reply ids)
+# ---------------------------------------------------------------------------------------------
+
+def load_examples(path: str, tokenizer: str | None, cache_dir: str | None = None) -> list:
+    """A JSONL file -> [(prompt_ids, target_ids)] as int32 arrays.
+
+    A line is either the data generator's example (rendered and encoded by render.encode_example
+    with the SentencePiece model `tokenizer`), or already tokenised: {"prompt_ids": [...],
+    "target_ids": [...]}. The encoded list is cached in cache_dir, keyed by the file's and the
+    tokenizer's size and modification time, so a resumed run does not encode again.
+    """
+    key = _file_key(path) + (_file_key(tokenizer) if tokenizer else "")
+    cache = os.path.join(cache_dir, f"tokens-{hashlib.sha1(key.encode()).hexdigest()[:12]}.npz") \
+        if cache_dir else None
+    if cache and os.path.exists(cache):
+        z = np.load(cache)
+        return _split_ragged(z)
+    sp = encode = None
+    examples = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                ex = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path} line {number}: not JSON ({e})") from None
+            if "prompt_ids" in ex:
+                prompt, target = ex["prompt_ids"], ex["target_ids"]
+            else:
+                if encode is None:
+                    sp, encode = _renderer(tokenizer, path)
+                prompt, target = encode(sp, ex)
+            if not prompt or not target:
+                raise ValueError(f"{path} line {number}: empty prompt or reply")
+            examples.append((np.asarray(prompt, np.int32), np.asarray(target, np.int32)))
+    if cache:
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = cache + ".tmp.npz"
+        np.savez(tmp, **_join_ragged(examples))
+        os.replace(tmp, cache)
+    return examples
+
+
+def _file_key(path: str) -> str:
+    st = os.stat(path)
+    return f"{os.path.abspath(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _renderer(tokenizer: str | None, path: str):
+    """render.encode_example (the data helper's tools/train/render.py) and the tokenizer."""
+    if not tokenizer:
+        raise ValueError(f"{path}: the examples need rendering; give --tokenizer MODEL.model")
+    try:
+        import render  # tools/train/render.py
+    except ImportError as e:
+        raise ValueError(f"{path}: the examples need tools/train/render.py ({e})") from None
+    import sentencepiece as spm
+    return spm.SentencePieceProcessor(model_file=tokenizer), render.encode_example
+
+
+def _join_ragged(examples: list) -> dict:
+    prompts = [p for p, _ in examples]
+    targets = [t for _, t in examples]
+    return {"prompt": np.concatenate(prompts), "prompt_len": np.array([len(p) for p in prompts]),
+            "target": np.concatenate(targets), "target_len": np.array([len(t) for t in targets])}
+
+
+def _split_ragged(z) -> list:
+    prompts = np.split(z["prompt"], np.cumsum(z["prompt_len"])[:-1])
+    targets = np.split(z["target"], np.cumsum(z["target_len"])[:-1])
+    return list(zip(prompts, targets))
+
+
+def sequence_length(example) -> int:
+    """Tokens the model runs for one example: the prompt and the reply except its last token (the
+    last reply token is only predicted, never fed)."""
+    return len(example[0]) + len(example[1]) - 1
+
+
+def epoch_batches(lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int) -> list:
+    """The batches of one epoch, a pure function of (seed, epoch): shuffle, then in windows of about
+    64 batches sort by length and cut batches whose padded size (count x longest) stays within
+    batch_tokens, then shuffle the batches. Returns lists of example indices."""
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    window = max(1, 64 * batch_tokens // max(1, int(np.mean(lengths))))
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = order[start:start + window]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        current, longest = [], 0
+        for idx in chunk:
+            n = int(lengths[idx])
+            if current and max(longest, n) * (len(current) + 1) > batch_tokens:
+                batches.append(current)
+                current, longest = [], 0
+            current.append(int(idx))
+            longest = max(longest, n)
+        if current:
+            batches.append(current)
+    return [batches[k] for k in rng.permutation(len(batches))]
+
+
+def make_batch(examples: list, indices: list, device) -> dict:
+    """Right-padded inputs [B, T] (pad 0), the flat positions whose logits predict reply tokens, and
+    those reply tokens."""
+    seqs = [np.concatenate([examples[k][0], examples[k][1][:-1]]) for k in indices]
+    T = max(len(s) for s in seqs)
+    tokens = np.zeros((len(seqs), T), dtype=np.int64)
+    positions, targets = [], []
+    for b, k in enumerate(indices):
+        prompt, target = examples[k]
+        tokens[b, :len(seqs[b])] = seqs[b]
+        # Position p's logits predict token p + 1: the reply starts after the last prompt token.
+        start = b * T + len(prompt) - 1
+        positions.append(np.arange(start, start + len(target)))
+        targets.append(target)
+    return {"tokens": torch.from_numpy(tokens).to(device),
+            "positions": torch.from_numpy(np.concatenate(positions)).to(device),
+            "targets": torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device),
+            "n_tokens": int(sum(len(s) for s in seqs))}
+
+
+def reply_loss(net: M.Needle2, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy over the batch's reply tokens, and how many of them the argmax gets right."""
+    logits = net(batch["tokens"], batch["positions"])
+    loss = F.cross_entropy(logits, batch["targets"])
+    correct = (logits.detach().argmax(-1) == batch["targets"]).sum()
+    return loss, correct
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedule and optimiser
+# ---------------------------------------------------------------------------------------------
+
+def learning_rate(step: int, total: int, peak: float, floor: float, warmup: int) -> float:
+    """Linear warmup over `warmup` steps, then cosine from peak down to floor at step `total`."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * progress))
+
+
+def make_optimizer(net: M.Needle2, args) -> torch.optim.AdamW:
+    """AdamW; weight decay on the matrices only (the embedding included), never on the norm scales,
+    gates, diagonals, mHC scales/biases or taps."""
+    decay, plain = [], []
+    matrices = {"embedding", *M.LAYER_CQ, *M.MHC_CQ, "engram_tables", "engram_key_proj",
+                "engram_value_proj"}
+    for name, p in net.named_parameters():
+        (decay if name in matrices else plain).append(p)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                              {"params": plain, "weight_decay": 0.0}],
+                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints and the log
+# ---------------------------------------------------------------------------------------------
+
+def save_checkpoint(path: str, net, opt, state: dict, args) -> None:
+    """Everything a resumed run needs, written to a temporary name and renamed (an interrupted
+    write never replaces a good checkpoint)."""
+    payload = {
+        "model": net.state_dict(), "optimizer": opt.state_dict(), "state": state,
+        "geometry": json.loads(net.g.to_json()), "bits_map": args.bits_map,
+        "args": {k: v for k, v in vars(args).items()},
+        "rng": {"torch": torch.get_rng_state(), "python": random.getstate(),
+                "numpy": np.random.get_state()},
+    }
+    tmp = path + ".tmp"
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+
+
+def read_log(path: str, up_to_step: int) -> list:
+    """The rows of an existing log up to a step (a resumed run drops rows it will write again)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return [row for row in csv.DictReader(f) if int(row["step"]) <= up_to_step]
+
+
+def write_log(path: str, rows: list) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=LOG_FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def plot_log(rows: list, path: str) -> None:
+    """Training loss (and eval loss where measured) against tokens seen, as a PNG."""
+    if not rows:
+        return
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot([float(r["tokens"]) for r in rows], [float(r["loss"]) for r in rows], label="train (reply tokens)")
+    ev = [r for r in rows if r.get("eval_loss")]
+    if ev:
+        ax.plot([float(r["tokens"]) for r in ev], [float(r["eval_loss"]) for r in ev], "o-", label="eval")
+    ax.set_xlabel("tokens processed (prompt + reply)")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path + ".tmp.png", dpi=100)
+    plt.close(fig)
+    os.replace(path + ".tmp.png", path)
+
+
+@torch.no_grad()
+def evaluate(net, examples: list, batch_tokens: int, device) -> tuple[float, float]:
+    """Teacher-forced reply loss and token accuracy over `examples`."""
+    net.eval()
+    lengths = np.array([sequence_length(e) for e in examples])
+    total_loss, total_correct, total = 0.0, 0, 0
+    for indices in epoch_batches(lengths, batch_tokens, 0, 0):
+        batch = make_batch(examples, indices, device)
+        logits = net(batch["tokens"], batch["positions"])
+        total_loss += F.cross_entropy(logits, batch["targets"], reduction="sum").item()
+        total_correct += int((logits.argmax(-1) == batch["targets"]).sum())
+        total += batch["targets"].numel()
+    net.train()
+    return total_loss / total, total_correct / total
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="directory with train.jsonl (or a .jsonl file)")
+    ap.add_argument("--eval", help="JSONL of held-out examples, evaluated at every checkpoint")
+    ap.add_argument("--eval-examples", type=int, default=256, help="how many of them (default 256)")
+    ap.add_argument("--tokenizer", help="SentencePiece model (needed unless the data is tokenised)")
+    ap.add_argument("--geometry", default="d256l8",
+                    help="preset (tiny, small, base, d256l8, d256l6, d384l6, d192l8), JSON, or JSON file; "
+                         "vocab comes from the tokenizer when one is given")
+    ap.add_argument("--bits-map", default="embedding=4,mhc=4,default=2", help="CQ widths (needle-pack's)")
+    ap.add_argument("--out", required=True, help="run directory: checkpoint.pt, log.csv, loss.png")
+    ap.add_argument("--resume", action="store_true", help="continue OUT/checkpoint.pt")
+    ap.add_argument("--minutes", type=float, help="time budget (training time, resumes included)")
+    ap.add_argument("--tokens", type=float, help="token budget (prompt + reply tokens processed)")
+    ap.add_argument("--steps", type=int, help="step budget")
+    ap.add_argument("--batch-tokens", type=int, default=4096, help="padded tokens per batch (default 4096)")
+    ap.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
+    ap.add_argument("--min-lr", type=float, default=3e-4, help="final learning rate (default 3e-4)")
+    ap.add_argument("--warmup", type=int, default=100, help="warmup steps (default 100)")
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--clip", type=float, default=1.0, help="gradient norm clip (default 1.0)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads (default: all cores)")
+    ap.add_argument("--log-every", type=int, default=10, help="steps per log row (default 10)")
+    ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
+    ap.add_argument("--replan-every", type=int, default=50,
+                    help="with --minutes: steps between re-estimates of the total step count")
+    ap.add_argument("--stop-after", type=int,
+                    help="end this invocation after this many steps (checkpointed; the schedule still spans "
+                         "the whole budget): a long run in slices, continued with --resume")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    if args.minutes is None and args.tokens is None and args.steps is None:
+        ap.error("give a budget: --minutes, --tokens and/or --steps")
+    return args
+
+
+def run(args) -> dict:
+    """Trains; returns the final state (step, tokens, loss ...)."""
+    torch.set_num_threads(max(1, args.threads))
+    torch.set_flush_denormal(True)  # denormal floats make CPU kernels many times slower
+    # ... which numpy notices when matplotlib asks it for float limits: not a problem here.
+    warnings.filterwarnings("ignore", message="The value of the smallest subnormal")
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device is available")
+    os.makedirs(args.out, exist_ok=True)
+    ckpt_path = os.path.join(args.out, CHECKPOINT)
+    log_path = os.path.join(args.out, "log.csv")
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
+
+    resumed = None
+    if args.resume:
+        if not os.path.exists(ckpt_path):
+            raise SystemExit(f"--resume: {ckpt_path} does not exist")
+        resumed = torch.load(ckpt_path, map_location="cpu")
+        # The model and the data order are fixed by the first run: keep its geometry, bits map, seed
+        # and batch size.
+        for key in ("bits_map", "seed", "batch_tokens"):
+            if getattr(args, key) != resumed["args"][key]:
+                say(f"--resume: keeping the checkpoint's {key} = {resumed['args'][key]!r}")
+                setattr(args, key, resumed["args"][key])
+
+    data_file = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
+    t0 = time.perf_counter()
+    examples = load_examples(data_file, args.tokenizer, os.path.join(args.out, "cache"))
+    if resumed:
+        g = M.Geometry.from_dict(resumed["geometry"])
+    else:
+        vocab = None
+        if args.tokenizer:
+            import sentencepiece as spm
+            vocab = spm.SentencePieceProcessor(model_file=args.tokenizer).get_piece_size()
+        g = M.geometry_from(args.geometry, vocab)
+    lengths = np.array([sequence_length(e) for e in examples])
+    too_long = int((lengths > g.max_seq_len).sum())
+    if too_long:
+        keep = lengths <= g.max_seq_len
+        examples = [e for e, k in zip(examples, keep) if k]
+        lengths = lengths[keep]
+        say(f"dropped {too_long} examples longer than max_seq_len {g.max_seq_len}")
+    bad = [k for k, e in enumerate(examples) if max(e[0].max(), e[1].max()) >= g.vocab]
+    if bad:
+        raise SystemExit(f"{data_file}: example {bad[0]} has a token id >= vocab {g.vocab}")
+    eval_examples = None
+    if args.eval:
+        eval_examples = load_examples(args.eval, args.tokenizer, os.path.join(args.out, "cache"))
+        eval_examples = [e for e in eval_examples if sequence_length(e) <= g.max_seq_len][:args.eval_examples]
+    say(f"{len(examples)} examples ({lengths.sum():,} tokens, mean {lengths.mean():.1f}) loaded in "
+        f"{time.perf_counter() - t0:.1f} s")
+
+    torch.manual_seed(args.seed)
+    net = M.Needle2(g, cq.BitsMap.parse(args.bits_map), seed=args.seed).to(device)
+    opt = make_optimizer(net, args)
+    state = {"step": 0, "epoch": 0, "batch": 0, "tokens": 0, "elapsed": 0.0, "total_steps": None,
+             "planned_at": 0}
+    if resumed:
+        net.load_state_dict(resumed["model"])
+        opt.load_state_dict(resumed["optimizer"])
+        state = resumed["state"]
+        torch.set_rng_state(resumed["rng"]["torch"])
+        random.setstate(resumed["rng"]["python"])
+        np.random.set_state(resumed["rng"]["numpy"])
+        say(f"resumed at step {state['step']} (epoch {state['epoch']}, batch {state['batch']}, "
+            f"{state['tokens']:,} tokens, {state['elapsed'] / 60:.1f} min)")
+    else:
+        say(f"geometry {g.to_json()}\n{M.count_parameters(net):,} parameters, bits map {args.bits_map}")
+    rows = read_log(log_path, state["step"])
+
+    def plan_total() -> int | None:
+        """The step count the schedule decays over: the tightest of the budgets."""
+        limits = []
+        if args.steps:
+            limits.append(args.steps)
+        if args.tokens:
+            per_step = state["tokens"] / state["step"] if state["step"] else lengths.sum() / max(1, len(batches))
+            limits.append(max(1, math.ceil(args.tokens / per_step)))
+        if args.minutes and state["step"] >= 10:
+            per_step = state["elapsed"] / state["step"]
+            limits.append(max(state["step"] + 1, int(args.minutes * 60 / per_step)))
+        return min(limits) if limits else None
+
+    batches = epoch_batches(lengths, args.batch_tokens, args.seed, state["epoch"])
+    if state["total_steps"] is None:  # a fresh run; a resumed one keeps its plan
+        state["total_steps"] = plan_total()
+    last_save = time.perf_counter()
+    stop_at = state["step"] + args.stop_after if args.stop_after else None
+    window = {"loss": 0.0, "correct": 0, "targets": 0, "tokens": 0, "time": 0.0, "steps": 0}
+
+    def save():
+        save_checkpoint(ckpt_path, net, opt, state, args)
+        write_log(log_path, rows)
+        plot_log(rows, os.path.join(args.out, "loss.png"))
+
+    while True:
+        total = state["total_steps"]
+        if total is not None and state["step"] >= total:
+            break
+        if args.minutes and state["elapsed"] >= args.minutes * 60:
+            break
+        if args.tokens and state["tokens"] >= args.tokens:
+            break
+        if stop_at is not None and state["step"] >= stop_at:
+            break
+        if state["batch"] >= len(batches):
+            state["epoch"] += 1
+            state["batch"] = 0
+            batches = epoch_batches(lengths, args.batch_tokens, args.seed, state["epoch"])
+        start = time.perf_counter()
+        batch = make_batch(examples, batches[state["batch"]], device)
+        # While the time budget has no plan yet (the first 10 steps), the warmup is all that runs.
+        lr = learning_rate(state["step"], total or 10 ** 9, args.lr, args.min_lr, args.warmup)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        loss, correct = reply_loss(net, batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
+        opt.step()
+        loss_value = loss.item()
+        if not math.isfinite(loss_value):
+            raise SystemExit(f"step {state['step']}: the loss is {loss_value}; stopping (last checkpoint kept)")
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        elapsed = time.perf_counter() - start
+        state["step"] += 1
+        state["batch"] += 1
+        state["tokens"] += batch["n_tokens"]
+        state["elapsed"] += elapsed
+        n_targets = batch["targets"].numel()
+        window["loss"] += loss_value * n_targets
+        window["correct"] += int(correct)
+        window["targets"] += n_targets
+        window["tokens"] += batch["n_tokens"]
+        window["time"] += elapsed
+        window["steps"] += 1
+
+        # With a time budget, re-estimate the horizon from the speed so far (kept in the checkpoint).
+        if args.minutes and (state["step"] == 10 or state["step"] - state["planned_at"] >= args.replan_every):
+            state["total_steps"] = plan_total()
+            state["planned_at"] = state["step"]
+
+        if state["step"] % args.log_every == 0 or state["step"] == state["total_steps"]:
+            row = {"step": state["step"], "epoch": state["epoch"], "tokens": state["tokens"],
+                   "elapsed_s": f"{state['elapsed']:.1f}", "lr": f"{lr:.3e}",
+                   "loss": f"{window['loss'] / window['targets']:.4f}",
+                   "accuracy": f"{window['correct'] / window['targets']:.4f}",
+                   "tokens_per_s": f"{window['tokens'] / window['time']:.0f}", "eval_loss": "",
+                   "eval_accuracy": ""}
+            rows.append(row)
+            say(f"step {row['step']}/{state['total_steps']} tokens {row['tokens']:,} loss {row['loss']} "
+                f"acc {row['accuracy']} lr {row['lr']} {row['tokens_per_s']} tok/s "
+                f"{state['elapsed'] / 60:.1f} min")
+            window = {k: 0 if k != "loss" else 0.0 for k in window}
+        # Checkpoints fall on log rows, so a resumed run's log windows line up with the first run's.
+        if rows and rows[-1]["step"] == state["step"] and \
+                time.perf_counter() - last_save >= args.checkpoint_minutes * 60:
+            if eval_examples and rows:
+                rows[-1]["eval_loss"], rows[-1]["eval_accuracy"] = (
+                    f"{v:.4f}" for v in evaluate(net, eval_examples, args.batch_tokens, device))
+                say(f"eval loss {rows[-1]['eval_loss']} accuracy {rows[-1]['eval_accuracy']}")
+            save()
+            last_save = time.perf_counter()
+
+    if eval_examples and rows:
+        rows[-1]["eval_loss"], rows[-1]["eval_accuracy"] = (
+            f"{v:.4f}" for v in evaluate(net, eval_examples, args.batch_tokens, device))
+        say(f"eval loss {rows[-1]['eval_loss']} accuracy {rows[-1]['eval_accuracy']}")
+    save()
+    say(f"done: {state['step']} steps, {state['tokens']:,} tokens in {state['elapsed'] / 60:.1f} min; "
+        f"checkpoint {ckpt_path}")
+    return {"state": state, "rows": rows}
+
+
+def main(argv=None) -> int:
+    run(parse_args(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
