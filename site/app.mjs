@@ -1,12 +1,15 @@
 // app.mjs: the page's glue. It lists the archives the server offers, downloads one with progress
 // into the Cache API (so the next visit works offline), streams it into the engine's memory, and
-// runs a tool-calling request, showing the reply as it streams and the parsed calls at the end.
-// All the work happens in the engine's workers; this thread only posts messages and draws.
+// sends a tool-calling request as one message (engine.complete: the tool-call session of
+// host/toolcall/, built to toolcall.wasm, runs in the engine's driver Worker), showing the reply as it
+// streams and then the call as formatted JSON, with the confidence when the model has probe heads.
+// The tools JSON is checked as the visitor types, by the same library on this thread.
+// All the model's work happens in the engine's workers; this thread only posts messages and draws.
 
-import { createEngine } from './engine/needle.mjs';
-import { renderPrompt, parseReply } from './prompt.mjs';
+import { createEngine, loadToolcall } from './engine/needle.mjs';
 
 const CACHE = 'needlework-models';
+const TOOLCALL = new URL('/toolcall.mjs', location.href);  // the tool-call module (the server maps it to the build)
 const $ = (id) => document.getElementById(id);
 
 const DEFAULT_TOOLS = [
@@ -31,7 +34,8 @@ const DEFAULT_TOOLS = [
 
 let engine = null;
 let models = [];
-let pieces = null;     // bytes of every piece, for decoding on this thread while the driver generates
+let checker = null;    // the tool-call module on this thread: checks the tools JSON as it is typed
+let toolsValid = false;
 let busy = false;
 
 function setStatus(text, isError = false) {
@@ -97,16 +101,15 @@ async function openModel() {
   try {
     const threads = Math.max(1, Math.min(16, Number($('threads').value) || 1));
     const wasm = new URL('/engine.wasm', location.href);
-    engine = await createEngine({ threads, wasm, maxMemoryBytes: model.bytes * 1.3 + 256 * (1 << 20) });
+    engine = await createEngine({ threads, wasm, toolcall: TOOLCALL, maxMemoryBytes: model.bytes * 1.3 + 256 * (1 << 20) });
     const t0 = performance.now();
     await engine.load(await openArchive(model));
     if (!engine.tokenizer) throw new Error(`${model.name} has no tokenizer: the page needs one to read requests`);
-    const vocab = engine.geometry.vocab;
-    pieces = await engine.call('pieceBytes', { ids: Array.from({ length: vocab }, (_, i) => i) });
+    await engine.toolcallReady();
     const seconds = ((performance.now() - t0) / 1000).toFixed(1);
     setStatus(`${model.name} is open (${formatBytes(model.bytes)}, ${engine.geometry.num_layers} layers, ` +
       `${threads} thread${threads > 1 ? 's' : ''}; ready in ${seconds} s). It is kept for offline use.`);
-    $('send').disabled = false;
+    updateSend();
     $('unload').disabled = false;
     $('forget').disabled = false;
   } catch (e) {
@@ -123,8 +126,7 @@ async function unloadModel() {
   if (!engine) return;
   const old = engine;
   engine = null;
-  pieces = null;
-  $('send').disabled = true;
+  updateSend();
   $('unload').disabled = true;
   try { await old.close(); } catch (e) { console.warn(e); }
   setStatus('No model open.');
@@ -137,105 +139,106 @@ async function forgetModel() {
   setStatus(`Deleted the downloaded copy of ${model.name}.`);
 }
 
-// The text of ids: all piece bytes first, then one UTF-8 decode, one leading space dropped.
-function decodeIds(ids) {
-  const parts = ids.map((id) => pieces[id] ?? new Uint8Array());
-  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) { all.set(p, at); at += p.length; }
-  const text = new TextDecoder().decode(all);
-  return text.startsWith(' ') ? text.slice(1) : text;
+// Send is possible with a model open, valid tools and no request running.
+function updateSend() {
+  $('send').disabled = !engine || !toolsValid || busy;
 }
 
-function showCalls(text) {
+// Checks the tools JSON as it stands (the tool-call library's own check: the message gives the line
+// and column of a JSON error, or the tool, parameter and keyword the call grammar cannot take).
+function checkTools() {
+  const text = $('tools').value;
+  const problem = checker ? checker.checkTools(text) : '';
+  toolsValid = checker !== null && problem === '';
+  const status = $('tools-status');
+  if (!checker) status.textContent = 'Checking the tools needs the tool-call module (loading).';
+  else if (problem) status.textContent = problem;
+  else {
+    const n = JSON.parse(text).length;
+    status.textContent = `${n} tool${n === 1 ? '' : 's'}, valid for the call grammar.`;
+  }
+  status.classList.toggle('error', !!problem);
+  $('tools').setAttribute('aria-invalid', problem ? 'true' : 'false');
+  updateSend();
+}
+
+function paragraph(text, className = 'status') {
+  return Object.assign(document.createElement('p'), { className, textContent: text });
+}
+
+// The envelope (docs/toolcall.md, "The envelope"): the calls as formatted JSON, the reasoning, the
+// confidence and which tools the model was offered, or why there is no valid call.
+function showEnvelope(envelope) {
   const box = $('calls');
   box.replaceChildren();
-  const reply = parseReply(text);
-  if (reply.reasoning) {
-    const p = document.createElement('p');
-    p.className = 'status';
-    p.textContent = `Reasoning: ${reply.reasoning}`;
-    box.append(p);
-  }
-  if (!reply.calls) {
-    const p = document.createElement('p');
-    p.className = 'error';
-    p.textContent = `No tool call: ${reply.error}.`;
-    box.append(p);
-    return;
-  }
-  if (reply.calls.length === 0) {
-    box.append(Object.assign(document.createElement('p'), { textContent: 'No tool fits this request ([]).' }));
-  }
-  for (const call of reply.calls) {
+  if (envelope.tools_offered) box.append(paragraph(`Tools offered to the model (the 5 the contrastive head ranks first): ${envelope.tools_offered.join(', ')}.`));
+  if (envelope.reasoning) box.append(paragraph(`Reasoning: ${envelope.reasoning}`));
+  envelope.function_calls.forEach((call, i) => {
     const div = document.createElement('div');
     div.className = 'call';
     const h = document.createElement('h3');
-    h.textContent = call.name;
+    h.textContent = envelope.function_calls.length > 1 ? `Call ${i + 1}: ${call.name}` : call.name;
     const pre = document.createElement('pre');
-    pre.textContent = JSON.stringify(call.arguments, null, 2);
+    pre.textContent = JSON.stringify(call, null, 2);
     div.append(h, pre);
     box.append(div);
-  }
+  });
+  if (envelope.success && envelope.function_calls.length === 0)
+    box.append(paragraph(envelope.type === 'respond' && !envelope.text.includes('<tool_call>')
+      ? 'The model answers in text (no call).' : 'No tool fits this request ([]).', ''));
+  if (!envelope.success) box.append(paragraph(`The reply is not a valid call: ${envelope.error}.`, 'error'));
+  if (envelope.confidence !== null)
+    box.append(Object.assign(paragraph(`Confidence: ${envelope.confidence.toFixed(3)}`, 'confidence'), { id: 'confidence' }));
 }
 
 async function send() {
-  if (!engine || busy) return;
+  if (!engine || busy || !toolsValid) return;
   busy = true;
-  $('send').disabled = true;
+  updateSend();
   $('stop').disabled = false;
   $('reply').textContent = '';
   $('calls').replaceChildren();
   $('timing').textContent = '';
   try {
-    let tools;
-    try {
-      tools = JSON.parse($('tools').value);
-    } catch (e) {
-      throw new Error(`the tools are not valid JSON: ${e.message}`);
-    }
-    const prompt = renderPrompt({ system: $('system').value.trim(), tools, query: $('query').value });
-    const ids = [engine.tokenizer.bos_id, ...await engine.encode(prompt)];
-    const maxSeq = engine.geometry.max_seq_len;
-    if (ids.length >= maxSeq) throw new Error(`the prompt is ${ids.length} tokens; this model's context holds ${maxSeq}`);
-    const maxTokens = Math.min(Number($('max-tokens').value) || 1, maxSeq - ids.length);
-    const imEnd = (await engine.encode('<|im_end|>', { raw: true }))[0];
-    const out = [];
-    await engine.reset();
-    const result = await engine.generate(ids, {
-      maxTokens,
-      seed: Number($('seed').value) >>> 0,
-      stopIds: [engine.tokenizer.eos_id, imEnd],
-      sampler: {
-        temperature: Number($('temperature').value),
-        topK: Number($('top-k').value),
-        topP: Number($('top-p').value),
-        minP: Number($('min-p').value),
-        repetitionPenalty: Number($('rep').value),
-      },
-      onToken: (id) => {
-        out.push(id);
-        $('reply').textContent = decodeIds(out);
+    const seed = $('seed').value.trim();
+    const request = {
+      tools: $('tools').value,
+      request: $('query').value,
+      max_tokens: Math.max(1, Math.min(1048576, Number($('max-tokens').value) || 1)),
+      temperature: Number($('temperature').value),
+      top_k: Number($('top-k').value),
+      top_p: Number($('top-p').value),
+      min_p: Number($('min-p').value),
+      repeat_penalty: Number($('rep').value),
+      seed: /^\d+$/.test(seed) ? seed : '0',
+    };
+    const system = $('system').value.trim();
+    if (system) request.system = system;
+    let text = '';
+    const envelope = await engine.complete(request, {
+      onText: ({ text: delta }) => {
+        text += delta;
+        $('reply').textContent = text;
       },
     });
-    const text = decodeIds(result.generated);
-    $('reply').textContent = text;
-    showCalls(text);
-    const prefill = result.prefillTokens / (result.prefillMs / 1000);
-    const decode = result.decodeTokens > 0 ? result.decodeTokens / (result.decodeMs / 1000) : 0;
-    $('timing').textContent = `${ids.length} prompt tokens at ${prefill.toFixed(0)} tokens/s; ` +
-      `${result.generated.length} generated at ${decode.toFixed(0)} tokens/s.`;
+    $('reply').textContent = envelope.text;
+    showEnvelope(envelope);
+    $('timing').textContent = `${envelope.prompt_tokens} prompt tokens (${envelope.pinned_tokens} pinned) at ` +
+      `${envelope.prefill_tps.toFixed(0)} tokens/s; ${envelope.generated_tokens} generated ` +
+      `(${envelope.forced_tokens} forced) at ${envelope.decode_tps.toFixed(0)} tokens/s; first token after ` +
+      `${envelope.time_to_first_token_ms.toFixed(0)} ms.`;
   } catch (e) {
-    $('calls').replaceChildren(Object.assign(document.createElement('p'), { className: 'error', textContent: e.message }));
+    $('calls').replaceChildren(paragraph(e.message, 'error'));
   } finally {
     busy = false;
-    $('send').disabled = !engine;
+    updateSend();
     $('stop').disabled = true;
   }
 }
 
 async function init() {
   $('tools').value = JSON.stringify(DEFAULT_TOOLS, null, 2);
+  $('tools').addEventListener('input', checkTools);
   $('threads').value = defaultThreads();
   if (!globalThis.crossOriginIsolated) {
     $('isolation').hidden = false;
@@ -249,6 +252,11 @@ async function init() {
   $('send').addEventListener('click', send);
   $('stop').addEventListener('click', () => engine?.stop());
   addEventListener('pagehide', () => { engine?.close(); });
+  checkTools();
+  loadToolcall(TOOLCALL).then((module) => { checker = module; checkTools(); }, (e) => {
+    $('tools-status').textContent = `The tool-call module did not load: ${e.message}`;
+    $('tools-status').classList.add('error');
+  });
   try {
     const response = await fetch('/models/index.json');
     models = response.ok ? await response.json() : [];

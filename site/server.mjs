@@ -1,6 +1,7 @@
-// server.mjs: the development server for the page. It serves site/, the engine (build/engine.wasm)
-// and the models (build/models/*.cact) from 127.0.0.1 with the two headers that make the page
-// cross-origin isolated (shared memory needs them): COOP same-origin and COEP require-corp.
+// server.mjs: the development server for the page. It serves site/, the engine (build/engine.wasm),
+// the tool-call module (build/toolcall.mjs + toolcall.wasm) and the models (build/models/*.cact) from
+// 127.0.0.1 with the two headers that make the page cross-origin isolated (shared memory needs them):
+// COOP same-origin and COEP require-corp.
 //
 //   node site/server.mjs [--port 8080] [--build build]
 
@@ -29,8 +30,8 @@ function option(name, fallback) {
   return at > 0 && at + 1 < process.argv.length ? process.argv[at + 1] : fallback;
 }
 
-// Maps a URL path to a file: /engine.wasm and /models/* come from the build, the rest from site/.
-// Returns null for anything outside those folders.
+// Maps a URL path to a file: /engine.wasm, the tool-call module (/toolcall.mjs, /toolcall.wasm) and
+// /models/* come from the build, the rest from site/. Returns null for anything outside those folders.
 export function resolveFile(urlPath, buildDir) {
   let rel;
   try {
@@ -39,7 +40,8 @@ export function resolveFile(urlPath, buildDir) {
     return null;
   }
   if (rel.endsWith('/')) rel += 'index.html';
-  const [base, sub] = rel === '/engine.wasm' ? [buildDir, 'engine.wasm']
+  const fromBuild = ['/engine.wasm', '/toolcall.mjs', '/toolcall.wasm'];
+  const [base, sub] = fromBuild.includes(rel) ? [buildDir, rel.slice(1)]
     : rel.startsWith('/models/') ? [path.join(buildDir, 'models'), rel.slice('/models/'.length)]
     : [siteDir, rel.slice(1)];
   const file = path.resolve(base, sub);

@@ -1,44 +1,86 @@
 #!/usr/bin/env node
-// needle-wasm: the wasm engine (site/engine/) from the command line, with needle-ref's interface.
+// needle-wasm: the wasm engine (site/engine/) from the command line.
 //
-// Loads an archive into the engine (driver + helper Workers on one shared memory), runs a prompt
-// teacher-forced, then generates (greedy unless sampling options are given), and prints one JSON
-// object: prompt_ids, generated_ids, text (with a tokenizer), prefill_ms, prefill_tokens, decode_ms,
-// decode_tokens, ms_per_token, threads, memory_bytes.
+// Two modes. Without --tools it has needle-ref's interface: loads an archive into the engine (driver +
+// helper Workers on one shared memory), runs a prompt teacher-forced, then generates (greedy unless
+// sampling options are given), and prints one JSON object: prompt_ids, generated_ids, text (with a
+// tokenizer), prefill_ms, prefill_tokens, decode_ms, decode_tokens, ms_per_token, threads,
+// memory_bytes. With --tools (or --batch) it is needle-run's counterpart: one tool-call request through
+// engine.complete (the session of host/toolcall/ in toolcall.wasm, the engine as its backend), printing
+// the envelope (docs/toolcall.md, "The envelope").
 import fs from 'node:fs';
 
-import { createEngine } from '../site/engine/needle.mjs';
+import { createEngine, ToolcallError } from '../site/engine/needle.mjs';
 
 const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT | --ids "2 4 ...")
        [--generate N] [--threads T] [--seed S] [--sink N] [--logits-out FILE]
        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-window N]
        [--wasm FILE]
+   or: node tools/needle-wasm.mjs --archive FILE --tools TOOLS.json [--prompt REQUEST] [--system TEXT]
+       [--history FILE] [--max-tokens N] [--no-constrain] [--no-heads] [--stream] [--threads T]
+       [--seed S] [sampling options] [--wasm FILE] [--toolcall FILE]
+   or: node tools/needle-wasm.mjs --archive FILE --batch FILE [--threads T] [--wasm FILE] [--toolcall FILE]
 
   --archive FILE      the .cact archive
-  --prompt TEXT       ids = [bos] + encode(TEXT) with the archive's tokenizer
+  --prompt TEXT       ids = [bos] + encode(TEXT) with the archive's tokenizer; with --tools, the
+                      user's request
   --ids "2 4 ..."     the prompt as token ids (spaces or commas), BOS included
   --generate N        generate up to N tokens (default 0); stops after EOS or a full session
   --threads T         threads, the driver included (default 1)
-  --seed S            the sampler's generator seed (default 0)
+  --seed S            the sampler's generator seed, 0 .. 2^64-1 (default 0)
   --sink N            pin the first N positions in the KV cache (default 0)
   --logits-out FILE   raw little-endian f32, vocab floats per row, one row per step run: each prompt
                       position, then each generated token fed back (the last one is not run)
   sampling            greedy (argmax, lowest id on ties) unless --temperature > 0
   --wasm FILE         engine.wasm (default build/engine.wasm)
-Exit status: 0 done, 1 error (bad archive, bad token, ...), 2 usage error.`;
+
+Tool calls (the same session and flags as needle-run; the same request and seed give the same
+calls, reply ids and confidence):
+  --tools FILE        the tools: a JSON array of {name, description, parameters}
+  --system TEXT       the system turn (default: none)
+  --history FILE      earlier turns, a JSON array of {"role": "user"|"assistant"|"tool", "content": ...}
+                      (docs/toolcall.md, "The request"); --prompt may then be left out
+  --max-tokens N      reply tokens at most, sampled and forced (default 256)
+  --no-constrain      plain sampling: no mask, no forced fragments (the reply is still read)
+  --no-heads          do not rank tools or give confidence with the probe heads
+  --stream            also write the reply's text to stderr as it is generated
+  --batch FILE        one request JSON per line (docs/toolcall.md, "The request"; "-" reads stdin),
+                      one envelope per line on stdout; the archive is loaded once. A refused line
+                      prints its error envelope and the run goes on.
+  --toolcall FILE     toolcall.mjs, with toolcall.wasm beside it (default build/toolcall.mjs)
+Exit status: 0 done (with --tools: the envelope's "success" says whether the reply is a valid call),
+1 error (bad archive, bad token, malformed tools JSON, an unsupported schema keyword, a prompt that
+does not fit the context; with --batch: some line was refused or failed), 2 usage error.`;
+
+const FLAGS = ['no-constrain', 'no-heads', 'stream'];
+const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out'];
+const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'batch', 'toolcall', ...FLAGS];
 
 function parseArgs(argv) {
   const opts = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--help' || a === '-h') { console.log(usage); process.exit(0); }
+    if (a.startsWith('--') && FLAGS.includes(a.slice(2))) { opts[a.slice(2)] = true; continue; }
     if (!a.startsWith('--') || i + 1 >= argv.length) throw new UsageError(`unexpected argument ${a}`);
     opts[a.slice(2)] = argv[++i];
   }
   const known = ['archive', 'prompt', 'ids', 'generate', 'threads', 'seed', 'sink', 'logits-out', 'temperature',
-    'top-k', 'top-p', 'min-p', 'repeat-penalty', 'repeat-window', 'wasm'];
+    'top-k', 'top-p', 'min-p', 'repeat-penalty', 'repeat-window', 'wasm', ...TOOLCALL_OPTIONS];
   for (const k of Object.keys(opts)) if (!known.includes(k)) throw new UsageError(`unknown option --${k}`);
   if (!opts.archive) throw new UsageError('--archive is required');
+  if (opts.tools !== undefined || opts.batch !== undefined) {
+    if ((opts.tools === undefined) === (opts.batch === undefined)) throw new UsageError('give --tools FILE (one request) or --batch FILE');
+    for (const k of GENERATE_OPTIONS) if (opts[k] !== undefined) throw new UsageError(`--${k} does not go with --tools or --batch`);
+    if (opts.batch !== undefined) {
+      for (const k of Object.keys(opts))
+        if (!['archive', 'batch', 'threads', 'wasm', 'toolcall'].includes(k)) throw new UsageError(`--${k} does not go with --batch (each line is a whole request)`);
+    } else if (opts.prompt === undefined && opts.history === undefined) {
+      throw new UsageError('the request is missing: give --prompt REQUEST (or --history FILE)');
+    }
+    return opts;
+  }
+  for (const k of TOOLCALL_OPTIONS) if (opts[k] !== undefined) throw new UsageError(`--${k} needs --tools`);
   if ((opts.prompt === undefined) === (opts.ids === undefined)) throw new UsageError('give exactly one of --prompt and --ids');
   return opts;
 }
@@ -56,6 +98,88 @@ function num(text, what) {
   if (!Number.isFinite(v)) throw new UsageError(`${what}: '${text}' is not a number`);
   return v;
 }
+// The seed as a string of digits, 0 .. 2^64 - 1.
+function seedText(text) {
+  if (text === undefined) return '0';
+  if (!/^\d+$/.test(text)) throw new UsageError(`--seed: '${text}' is not a non-negative integer`);
+  if (BigInt(text) >= 2n ** 64n) throw new UsageError(`--seed: ${text} is larger than 2^64 - 1`);
+  return text;
+}
+
+// A file's text; an error names the file.
+function readText(file) {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new Error(`${file}: cannot read (${e.code ?? e.message})`);
+  }
+}
+
+// The request of --tools and the flags (docs/toolcall.md, "The request"). The tools go in as their
+// text, so the session reads them (messages with line and column); the history file is read here.
+async function toolcallRequest(engine, opts) {
+  const toolsText = readText(opts.tools);
+  const problem = await engine.checkTools(toolsText);
+  if (problem) throw new Error(`${opts.tools}: ${problem}`);
+  const request = { tools: toolsText };
+  if (opts.prompt !== undefined) request.request = opts.prompt;
+  if (opts.system !== undefined) request.system = opts.system;
+  if (opts.history !== undefined) {
+    try {
+      request.history = JSON.parse(readText(opts.history));
+    } catch (e) {
+      throw new Error(`${opts.history}: history JSON: ${e.message}`);
+    }
+  }
+  const maxTokens = uint(opts['max-tokens'], '--max-tokens');
+  if (maxTokens !== undefined) {
+    if (maxTokens < 1 || maxTokens > 2 ** 20) throw new UsageError('--max-tokens must be from 1 to 1048576');
+    request.max_tokens = maxTokens;
+  }
+  if (opts['no-constrain']) request.constrain = false;
+  if (opts['no-heads']) request.use_heads = false;
+  Object.assign(request, {
+    temperature: num(opts.temperature, '--temperature') ?? 0,
+    top_k: uint(opts['top-k'], '--top-k') ?? 0,
+    top_p: num(opts['top-p'], '--top-p') ?? 1,
+    min_p: num(opts['min-p'], '--min-p') ?? 0,
+    repeat_penalty: num(opts['repeat-penalty'], '--repeat-penalty') ?? 1,
+    repeat_window: uint(opts['repeat-window'], '--repeat-window') ?? 0,
+    seed: seedText(opts.seed),
+  });
+  return request;
+}
+
+// --tools: one request, its envelope on stdout. A refused request: the message, exit 1.
+async function runToolcall(engine, opts) {
+  const request = await toolcallRequest(engine, opts);
+  const onText = opts.stream ? ({ text }) => process.stderr.write(text) : null;
+  const envelope = await engine.complete(request, { onText });
+  if (opts.stream) process.stderr.write('\n');
+  console.log(JSON.stringify(envelope));
+  return 0;
+}
+
+// --batch: each line a request, each envelope a line; a refused line prints its error envelope.
+async function runBatch(engine, opts) {
+  const text = opts.batch === '-' ? fs.readFileSync(0, 'utf8') : readText(opts.batch);
+  let status = 0;
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    if (/^[ \t\r]*$/.test(lines[i])) continue;
+    let envelope;
+    try {
+      envelope = await engine.complete(lines[i]);
+    } catch (e) {
+      if (!(e instanceof ToolcallError)) throw e;
+      envelope = e.envelope;
+      console.error(`needle-wasm: ${opts.batch} line ${i + 1}: ${e.message}`);
+      status = 1;
+    }
+    process.stdout.write(`${JSON.stringify(envelope)}\n`);
+  }
+  return status;
+}
 
 async function main() {
   let opts;
@@ -66,6 +190,7 @@ async function main() {
     throw e;
   }
   const threads = uint(opts.threads, '--threads') ?? 1;
+  const toolcallMode = opts.tools !== undefined || opts.batch !== undefined;
   const generate = uint(opts.generate, '--generate') ?? 0;
   const sink = uint(opts.sink, '--sink') ?? 0;
   if (opts.seed !== undefined && !/^\d+$/.test(opts.seed)) throw new UsageError(`--seed: '${opts.seed}' is not a non-negative integer`);
@@ -83,9 +208,11 @@ async function main() {
     threads: Math.max(1, threads),
     wasm: opts.wasm ? fs.readFileSync(opts.wasm) : undefined,
     maxMemoryBytes: Math.min(2 ** 32 - 65536, Math.ceil(size * 1.3) + 256 * 2 ** 20),
+    toolcall: opts.toolcall,
   });
   try {
     await engine.load(opts.archive);
+    if (toolcallMode) return await (opts.batch !== undefined ? runBatch(engine, opts) : runToolcall(engine, opts));
     await engine.reset({ sink });
     let ids;
     if (opts.prompt !== undefined) {

@@ -15,6 +15,13 @@
 // Token by token (constrained decoding): step(token) for the logits, setSampler(options, {seed}) once,
 // then sampleToken({mask}) -> {token, logprob} with a Uint32Array mask of the allowed ids. Probe heads:
 // headsBegin() after reset(), run the positions, then headOutputs().
+//
+// Tool calls (the one session of host/toolcall/, built into toolcall.wasm, run by the driver with this
+// engine as its backend; docs/toolcall.md "The request" and "The envelope"):
+//   const envelope = await engine.complete({ tools, request: 'Weather in Paris?' }, { onText });
+//   await engine.checkTools(toolsJsonText);    // '' or the message, with line and column
+
+import { loadToolcallModule } from './toolcall-module.mjs';
 
 const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
 const PAGE = 65536;
@@ -31,16 +38,52 @@ export class EngineError extends Error {
   }
 }
 
-async function readWasm(source) {
+async function readWasm(source, name = 'engine.wasm') {
   if (source instanceof Uint8Array || source instanceof ArrayBuffer) return source;
-  const url = source ?? new URL('../../build/engine.wasm', import.meta.url);
+  const url = source ?? new URL(`../../build/${name}`, import.meta.url);
   if (isNode && (typeof url === 'string' || url.protocol === 'file:')) {
     const fs = await import('node:fs');
     return fs.readFileSync(url);
   }
   const response = await fetch(url);
-  if (!response.ok) throw new Error(`engine.wasm: HTTP ${response.status}`);
+  if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
   return new Uint8Array(await response.arrayBuffer());
+}
+
+// The tool-call module's loader (toolcall.mjs) as a URL, and its compiled toolcall.wasm (the file
+// beside it). `source`: a path (Node) or URL of toolcall.mjs; default build/toolcall.mjs next to site/.
+async function compileToolcall(source) {
+  let script = source ?? new URL('../../build/toolcall.mjs', import.meta.url);
+  if (isNode && typeof script === 'string') script = (await import('node:url')).pathToFileURL(script);
+  script = new URL(String(script));
+  const wasmUrl = new URL(script.pathname.replace(/\.mjs$/, '.wasm'), script);
+  let bytes;
+  try {
+    bytes = await readWasm(isNode && wasmUrl.protocol === 'file:' ? (await import('node:url')).fileURLToPath(wasmUrl) : wasmUrl,
+      'toolcall.wasm');
+  } catch (e) {
+    throw new Error(`tool calls need ${wasmUrl.pathname} (scripts/build-toolcall-wasm.sh builds it): ${e.message}`);
+  }
+  return { module: await WebAssembly.compile(bytes), script: script.href };
+}
+
+// The tool-call module on this thread (no engine): the page checks the tools JSON with it as the
+// visitor types. `source` as for createEngine's `toolcall`. Returns a ToolcallModule
+// (toolcall-module.mjs): checkTools(json) -> '' or the message.
+export async function loadToolcall(source) {
+  const { module, script } = await compileToolcall(source);
+  return loadToolcallModule(module, script);
+}
+
+// A refused or failed tool-call request: `status` 'refused' (bad request, tools, history, a prompt
+// that does not fit: nothing ran) or 'failed' (the engine failed during the request); `envelope` is
+// the envelope, with every key, success false and the message in error.
+export class ToolcallError extends Error {
+  constructor(status, envelope) {
+    super(envelope.error);
+    this.status = status;
+    this.envelope = envelope;
+  }
 }
 
 // A worker running worker.mjs, with one message handler interface for both platforms.
@@ -77,6 +120,8 @@ export class NeedleEngine {
     this.nextId = 1;
     this.geometry = null;
     this.tokenizer = null;
+    this.toolcallSource = undefined;  // createEngine's `toolcall`
+    this.toolcallLoaded = null;       // the promise of toolcallReady()
   }
 
   // The exported immutable globals (ADDR_*, ERR_*, HEAP_BASE) as plain numbers.
@@ -233,7 +278,39 @@ export class NeedleEngine {
   // far (the contrastive output is L2-normalised; the confidence output is one logit).
   async headOutputs() { return this.call('headOutputs'); }
 
-  // Ends a running generate after its current token (safe from any thread, at any time).
+  // Loads the tool-call module into the driver, once (the main thread compiles toolcall.wasm).
+  async toolcallReady() {
+    if (!this.toolcallLoaded) {
+      this.toolcallLoaded = compileToolcall(this.toolcallSource).then(({ module, script }) =>
+        this.call('toolcallInit', { module, script }));
+      this.toolcallLoaded.catch(() => { this.toolcallLoaded = null; });
+    }
+    return this.toolcallLoaded;
+  }
+
+  // One tool-call request (an object, or its JSON text; docs/toolcall.md "The request") in one
+  // message: the driver ranks the tools, renders the prompt, runs it and the constrained reply, and
+  // reads the reply back. Resolves to the envelope (docs/toolcall.md "The envelope"); `onText({text,
+  // token, forced})` receives each reply token's text as it is known. A refused request (bad tools
+  // JSON, an unsupported keyword, a prompt that does not fit) or an engine failure rejects with
+  // ToolcallError; the engine works as before either way. stop() ends the reply after its current
+  // token (the envelope is then that of the reply so far).
+  async complete(request, { onText = null } = {}) {
+    await this.toolcallReady();
+    const r = await this.call('complete', { request, stream: !!onText },
+      { onEvent: onText ? (m) => onText({ text: m.text, token: m.token, forced: m.forced }) : null });
+    if (r.status !== 'ok') throw new ToolcallError(r.status, r.envelope);
+    return r.envelope;
+  }
+
+  // '' when `json` (text) is a valid tool list for the call grammar, else the message ('tools JSON at
+  // line 3, column 7: ...'; 'tool "t" parameter "p": "pattern" is not supported').
+  async checkTools(json) {
+    await this.toolcallReady();
+    return this.call('checkTools', { json });
+  }
+
+  // Ends a running generate or complete after its current token (safe from any thread, at any time).
   stop() { Atomics.store(new Int32Array(this.memory.buffer), this.constant('ADDR_STOP') >> 2, 1); }
 
   // Stops the helpers and the driver.
@@ -248,9 +325,12 @@ export class NeedleEngine {
 
 // Options: wasm (bytes, path or URL of engine.wasm; default build/engine.wasm next to site/),
 // threads (driver included, default 1), startHelpers (default true; tests start them by hand),
-// maxMemoryBytes (the shared memory's maximum, default 2 GiB), spin (rounds before a wait).
+// maxMemoryBytes (the shared memory's maximum, default 2 GiB), spin (rounds before a wait),
+// toolcall (path or URL of toolcall.mjs, toolcall.wasm beside it; default build/toolcall.mjs next to
+// site/; loaded by the first complete or checkTools).
 export async function createEngine(options = {}) {
   const engine = new NeedleEngine();
+  engine.toolcallSource = options.toolcall;
   const bytes = await readWasm(options.wasm);
   engine.module = await WebAssembly.compile(bytes);
   const maxPages = Math.min(65536, Math.ceil((options.maxMemoryBytes ?? 2 ** 31) / PAGE));

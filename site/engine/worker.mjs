@@ -3,10 +3,13 @@
 //
 //  * role "helper": calls the module's `helper` export, which never returns until the pool is shut
 //    down: it spins and sleeps on the pool's words and runs slices of the driver's jobs.
-//  * role "driver": answers requests from the page (load, encode, step, generate, ...) by calling the
-//    module's exports. Only the driver ever blocks in a wait (a browser page's main thread may not),
-//    so it is a Worker too.
+//  * role "driver": answers requests from the page (load, encode, step, generate, complete, ...) by
+//    calling the module's exports. Only the driver ever blocks in a wait (a browser page's main thread
+//    may not), so it is a Worker too. For tool calls it also holds the tool-call module
+//    (toolcall.wasm, loaded on the first request that needs it), whose session runs with this
+//    engine as its backend (docs/engine.md, "Tool calls").
 // Every number the engine defines (addresses, error codes) is read from the module's exports.
+import { loadToolcallModule } from './toolcall-module.mjs';
 
 const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
 let post;
@@ -101,6 +104,142 @@ function sampleOne(mask) {
 
 const HEAD_KINDS = { 1: 'contrastive', 2: 'confidence' };
 
+// ---- Tool calls: the session of host/toolcall/ (in toolcall.wasm) with this engine as its backend.
+
+let tc = null;      // the tool-call module (toolcall-module.mjs), once toolcallInit has run
+let tcModel = 0;    // its model handle for the archive loaded now (0: not made yet)
+let tcHeads = 0;    // the handle's head bits (capi.h NEEDLE_TC_HEAD_*)
+
+// Forgets the model handle (a new archive is coming: the tokenizer blob it was made from moves).
+function dropToolcallModel() {
+  if (tc && tcModel) tc.freeModel(tcModel);
+  tcModel = 0;
+  tcHeads = 0;
+}
+
+// The model handle for the loaded archive, made on first use from the archive's tokenizer blob (the
+// token table is built once per archive).
+function toolcallModel() {
+  if (!tc) throw new Error('tool calls: the tool-call module is not loaded');
+  if (tcModel) return tcModel;
+  if (!field('ADDR_LOADED')) throw refuse('ERR_NOT_LOADED', 'tool calls: no archive is loaded');
+  if (!ex.tok_size()) throw refuse('ERR_NO_TOKENIZER', 'tool calls: the archive has no tokenizer');
+  const blobAt = field('ADDR_TOK_BLOB');
+  const blob = u8().subarray(blobAt, blobAt + field('ADDR_TOK_BLOBLEN'));
+  let heads = 0;
+  for (let h = 0; h < field('ADDR_NHEADS'); h++) {
+    const code = ex.head_code(h);
+    if (code === tc.constants.CODE_CONTRASTIVE) heads |= tc.constants.HEAD_CONTRASTIVE;
+    if (code === tc.constants.CODE_CONFIDENCE) heads |= tc.constants.HEAD_CONFIDENCE;
+  }
+  tcModel = tc.newModel(blob, { vocab: geometry().vocab, maxSeqLen: geometry().max_seq_len, heads });
+  tcHeads = heads;
+  return tcModel;
+}
+
+// The backend the session calls (host/wasm/toolcall_module.cpp forwards capi.h's callbacks here):
+// engine exports, with pointers into the tool-call module's memory. No function throws: a failure
+// returns the engine's code negated (what capi.h asks) and keeps a message for the envelope.
+// `streamId`: the request whose 'text' events carry each token's text (null: no events).
+function engineBackend(streamId) {
+  const m = tc.m;
+  const state = { error: null };
+  const words = (geometry().vocab + 31) >>> 5;
+  const failure = (what, e) => {
+    state.error = `${what}: ${e.message}`;
+    return -(e.code ?? ex.ERR_ARG.value);
+  };
+  const engineCode = (what, rc) => {
+    state.error = `${what}: ${errorNameOf(rc)}`;
+    return -rc;
+  };
+  const functions = {
+    reset(sink) {
+      try {
+        const rc = ex.session_reset(sink >>> 0);
+        return rc ? engineCode(`reset (sink ${sink})`, rc) : 0;
+      } catch (e) { return failure('reset', e); }
+    },
+    feed(idsAt, n, wantLogits) {
+      try {
+        const ids = m.HEAPU32.slice(idsAt >> 2, (idsAt >> 2) + n);
+        for (let i = 0; i < n; i++) {
+          const rc = ex.step(ids[i], wantLogits && i + 1 === n ? 1 : 0);
+          if (rc) return engineCode(`step at position ${field('ADDR_POS')} (token ${ids[i]})`, rc);
+        }
+        return 0;
+      } catch (e) { return failure('feed', e); }
+    },
+    setSampler(temperature, topK, topP, minP, repetitionPenalty, repetitionWindow, seedLo, seedHi) {
+      try {
+        ex.sampler(temperature, topK, topP, minP, repetitionPenalty, repetitionWindow);
+        ex.seed(seedLo | 0, seedHi | 0);
+        return 0;
+      } catch (e) { return failure('set_sampler', e); }
+    },
+    sample(maskAt) {
+      try {
+        if (maskAt) u32().set(m.HEAPU32.subarray(maskAt >> 2, (maskAt >> 2) + words), field('ADDR_MASK') >> 2);
+        const token = maskAt ? ex.sample_masked() : ex.sample();
+        return token < 0 ? engineCode('sample', -token) : token;
+      } catch (e) { return failure('sample', e); }
+    },
+    logprob(token) {
+      try { return ex.logprob(token >>> 0); } catch (e) { failure('logprob', e); return NaN; }
+    },
+    headsBegin() {
+      try {
+        const rc = ex.heads_begin();
+        return rc ? engineCode('heads_begin', rc) : 0;
+      } catch (e) { return failure('heads_begin', e); }
+    },
+    headOutput(code, outAt, cap) {
+      try {
+        for (let h = 0; h < field('ADDR_NHEADS'); h++) {
+          if (ex.head_code(h) !== code) continue;
+          const p = ex.io_buffer(ex.head_size(h) * 4 + 64);
+          if (!p) return engineCode('head output', ex.ERR_MEMORY.value);
+          const n = ex.head_output(h, p);
+          if (n < 0) return engineCode(`head output (head ${h})`, -n);
+          m.HEAPF32.set(f32().subarray(p >> 2, (p >> 2) + Math.min(n, cap)), outAt >> 2);
+          return n;
+        }
+        return engineCode(`head output (code ${code})`, ex.ERR_NO_HEAD.value);
+      } catch (e) { return failure('head output', e); }
+    },
+    stopRequested() { return Atomics.load(i32(), ex.ADDR_STOP.value >> 2); },
+    onText(textAt, bytes, token, forced) {
+      if (streamId !== null) post({ id: streamId, event: 'text', text: tc.text(textAt, bytes), token, forced: !!forced });
+    },
+    nowMs() { return now(); },
+    memoryBytes() { return memory.buffer.byteLength + tc.memoryBytes(); },
+  };
+  return { functions, state };
+}
+
+// The ERR_* name of an engine error code.
+function errorNameOf(code) {
+  for (const [name, value] of Object.entries(ex))
+    if (name.startsWith('ERR_') && value.value === code) return name;
+  return `engine error ${code}`;
+}
+
+// Runs one tool-call request (an object or its JSON text; docs/toolcall.md, "The request"). Returns
+// {status: 'ok' | 'refused' | 'failed', envelope}: the envelope object, whose error names a backend
+// failure's engine error too.
+function complete({ request, stream = false }, streamId) {
+  const model = toolcallModel();
+  Atomics.store(i32(), ex.ADDR_STOP.value >> 2, 0);
+  const backend = engineBackend(stream ? streamId : null);
+  const json = typeof request === 'string' ? request : JSON.stringify(request);
+  const r = tc.complete(model, json, backend.functions, tcHeads !== 0);
+  const envelope = JSON.parse(r.envelope);
+  const c = tc.constants;
+  const status = r.status === c.OK ? 'ok' : r.status === c.REFUSED ? 'refused' : 'failed';
+  if (status === 'failed' && backend.state.error) envelope.error = `${envelope.error} (${backend.state.error})`;
+  return { status, envelope };
+}
+
 // Runs one prompt (teacher-forced) and then a decode loop with the wasm sampler.
 function generate(request, streamId) {
   const { ids, maxTokens = 0, sampler = {}, seed = 0, stopIds = [], wantRows = false, stream = false } = request;
@@ -144,8 +283,12 @@ function generate(request, streamId) {
 
 // The driver's requests: name -> function(args) returning a result (and transferables).
 const ops = {
-  archiveBuffer: ({ size }) => ex.archive_buffer(size),
+  archiveBuffer: ({ size }) => {
+    dropToolcallModel();
+    return ex.archive_buffer(size);
+  },
   load: () => {
+    dropToolcallModel();
     const code = ex.load();
     const w = i32();
     return { code, record: w[ex.ADDR_ERR_RECORD.value >> 2], detail: w[ex.ADDR_ERR_DETAIL.value >> 2],
@@ -294,6 +437,13 @@ const ops = {
   generalKernels: ({ on }) => { ex.set_general_kernels(on ? 1 : 0); return on; },
   // Test entry: blocks the driver for good (the watchdog test's stand-in for a deadlock).
   hang: () => { Atomics.wait(i32(), (ex.ADDR_ARGS.value >> 2) + 15, i32()[(ex.ADDR_ARGS.value >> 2) + 15]); return 0; },
+  // Tool calls: the module (compiled by the main thread) and the URL of its loader toolcall.mjs.
+  toolcallInit: async ({ module, script }) => {
+    if (!tc) tc = await loadToolcallModule(module, script);
+    return true;
+  },
+  checkTools: ({ json }) => tc.checkTools(json),
+  complete: (request, id) => complete(request, id),
   memoryBytes: () => memory.buffer.byteLength,
   heapTop: () => field('ADDR_HEAP_TOP'),
   shutdown: () => { ex.shutdown(); return 0; },
@@ -316,7 +466,7 @@ listen(async (msg) => {
   }
   const { id, op, args } = msg;
   try {
-    const result = ops[op](args || {}, id);
+    const result = await ops[op](args || {}, id);
     const transfer = [];
     if (result && result.buffer instanceof ArrayBuffer) transfer.push(result.buffer);
     post({ id, result }, transfer);

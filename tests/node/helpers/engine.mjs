@@ -16,6 +16,8 @@ export const buildDir = path.resolve(root, process.env.NEEDLE_BUILD_DIR ?? 'buil
 export const binDir = path.join(buildDir, 'bin');
 export const modelsDir = path.join(buildDir, 'models');
 export const wasmPath = path.join(buildDir, 'engine.wasm');   // as scripts/build.sh and bench.mjs place it
+// The tool-call module (scripts/build-toolcall-wasm.sh): every test engine can run tool calls with it.
+export const toolcallPath = path.join(buildDir, 'toolcall.mjs');
 
 // Assembles <build dir>/engine.wasm when it is missing or older than engine.wat.
 export function ensureWasm() {
@@ -34,7 +36,7 @@ export function ensureWasm() {
 // A fresh engine (driver + helpers); `threads` includes the driver.
 export async function makeEngine(options = {}) {
   ensureWasm();
-  return createEngine({ wasm: fs.readFileSync(wasmPath), ...options });
+  return createEngine({ wasm: fs.readFileSync(wasmPath), toolcall: toolcallPath, ...options });
 }
 
 // Kills every Worker of an engine at once (a driver stuck in a wait included).
