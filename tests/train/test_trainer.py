@@ -298,6 +298,21 @@ class Forward(unittest.TestCase):
             self.assertIsNotNone(p.grad, name)
             self.assertGreater(float(p.grad.abs().max()), 0.0, name)
 
+    @torch.no_grad()
+    def test_sink_per_sequence_equals_one_sink_each(self):
+        tokens = torch.randint(14, 512, (2, 45), generator=torch.Generator().manual_seed(8))
+        both = self.net(tokens, sink=torch.tensor([0, 4]))
+        torch.testing.assert_close(both[0], self.net(tokens[:1], sink=0)[0])
+        torch.testing.assert_close(both[1], self.net(tokens[1:], sink=4)[0])
+        self.assertGreater(float((self.net(tokens[1:], sink=0)[0] - both[1]).abs().max()), 1e-4)
+
+    def test_zcrms_gradient(self):
+        x = torch.randn(3, 5, 16, dtype=torch.float64, requires_grad=True)
+        s = (0.3 * torch.randn(16, dtype=torch.float64)).requires_grad_()
+        self.assertTrue(torch.autograd.gradcheck(M.zcrms, (x, s)))
+        expected = (1 + s) * x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+        torch.testing.assert_close(M.zcrms(x, s), expected)
+
     def test_attention_mask_window_and_sink(self):
         T, W = 12, 4
         keep = M.attention_bias(T, W, 2, "cpu") == 0
