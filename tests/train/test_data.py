@@ -182,6 +182,19 @@ class Checks(unittest.TestCase):
             ex["query"] += " " + value
         self.assertIn("held-out value", self.problems_after(with_held_value))
 
+        def with_seen_target_in_b(s):
+            ex = s["B"][0]
+            ex["calls"] = [copy.deepcopy(one_call["calls"][0])]
+            ex["tools"] = copy.deepcopy(one_call["tools"])
+            ex["query"] = one_call["query"] + " (B)"
+        self.assertIn("a split-B example calls no split-B tool", self.problems_after(with_seen_target_in_b))
+
+        def with_held_invented_word(s):
+            word = sorted(I.HELD_WORDS)[0]
+            s["train"][4]["tools"].append({"name": f"{word}_thing", "description": "Does a thing.",
+                                           "parameters": {"type": "object", "properties": {}, "required": []}})
+        self.assertIn("uses held-out invented word", self.problems_after(with_held_invented_word))
+
         def with_calls_in_c(s):
             s["C"][0]["calls"] = [copy.deepcopy(a_example["calls"][0])]
         self.assertIn("a split-C example has calls", self.problems_after(with_calls_in_c))
@@ -415,10 +428,22 @@ class Render(unittest.TestCase):
     def test_token_ids(self):
         tmp = tempfile.mkdtemp()
         try:
-            corpus = os.path.join(tmp, "corpus.txt")
-            tokenizer.write_corpus(SPLITS["train"][:3000], corpus)
-            tokenizer.train(corpus, os.path.join(tmp, "tok"), 700)
-            sp = tokenizer.check_layout(os.path.join(tmp, "tok.model"), 700)
+            for split, examples in SPLITS.items():
+                data.write_split(os.path.join(tmp, f"{split}.jsonl"), examples[:3000])
+            out = os.path.join(tmp, "tok")
+            with contextlib.redirect_stdout(io.StringIO()):
+                rc = tokenizer.main(["--data", tmp, "--vocab", "700", "--out", out, "--sample", "2500",
+                                     "--stats-sample", "0"])
+            self.assertEqual(rc, 0)
+            self.assertEqual(sorted(os.listdir(out)), ["token_stats.json", "tokenizer.model", "tokenizer.vocab"])
+            sp = tokenizer.check_layout(os.path.join(out, "tokenizer.model"), 700)
+            with open(os.path.join(out, "token_stats.json")) as f:
+                stats = json.load(f)
+            a = SPLITS["A"]
+            lengths = [render.encode_example(sp, ex) for ex in a]
+            self.assertEqual(stats["splits"]["A"]["measured_tokens"], sum(len(p) + len(t) for p, t in lengths))
+            self.assertEqual(tokenizer.token_counts(sp, a, batch=64),
+                             ([len(p) for p, t in lengths], [len(t) for p, t in lengths]))
             for ex in (self.EX, SPLITS["A"][0], SPLITS["C"][0]):
                 p, t = render.encode_example(sp, ex)
                 self.assertEqual(p[0], 2)
@@ -430,8 +455,16 @@ class Render(unittest.TestCase):
                 self.assertEqual(t[-3:], [11, 5, 1])  # </tool_call> <|im_end|> </s>
                 self.assertEqual(sp.decode(t[:-1]), render.target_text(ex))
             # The layout check refuses a model whose pieces are not in Needle's order.
-            with self.assertRaises(RuntimeError):
-                tokenizer.check_layout(os.path.join(tmp, "tok.model"), 701)
+            with self.assertRaisesRegex(RuntimeError, "700 pieces, not 701"):
+                tokenizer.check_layout(os.path.join(out, "tokenizer.model"), 701)
+            # A model trained without the chat markers has the wrong layout.
+            import sentencepiece as spm
+            corpus = os.path.join(tmp, "corpus.txt")
+            tokenizer.write_corpus(SPLITS["train"][:500], corpus)
+            spm.SentencePieceTrainer.train(input=corpus, model_prefix=os.path.join(tmp, "plain"), model_type="bpe",
+                                           vocab_size=400, byte_fallback=True, minloglevel=2)
+            with self.assertRaisesRegex(RuntimeError, "id 0 is '<unk>', not '<pad>'"):
+                tokenizer.check_layout(os.path.join(tmp, "plain.model"), 400)
         finally:
             shutil.rmtree(tmp)
 

@@ -130,8 +130,29 @@ def held_fragments():
     return out
 
 
+def trie_regex(strings):
+    """A regex matching any of `strings`, written as a trie of their common prefixes: Python's
+    re tries the branches of a plain alternation one by one at every position, which is slow."""
+    trie = {}
+    for s in strings:
+        node = trie
+        for ch in s:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def pattern(node):
+        if list(node) == [""]:
+            return ""
+        branches = [re.escape(ch) + pattern(child) for ch, child in sorted(node.items()) if ch]
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        # A string may end here (""), or go on: the shortest match is enough to find one.
+        return "" if "" in node else body
+
+    return re.compile(pattern(trie))
+
+
 HELD_FRAGMENTS = held_fragments()
-HELD_FRAGMENT_RE = re.compile("|".join(re.escape(f) for f in sorted(set(HELD_FRAGMENTS), key=len, reverse=True)))
+HELD_FRAGMENT_RE = trie_regex(set(HELD_FRAGMENTS))
 
 
 # --- the generator -------------------------------------------------------------------------------
@@ -436,8 +457,9 @@ def mentioned_numbers(query):
     return out
 
 
-def check_example(ex):
-    """Problems with one example: its shape, its tools, and its gold calls."""
+def check_example(ex, checked_tools=None):
+    """Problems with one example: its shape, its tools, and its gold calls. `checked_tools` (id ->
+    result) skips tool definitions already checked: family tools are shared objects."""
     problems = []
     where = ex.get("id", "?")
     if list(ex) != KEYS:
@@ -448,7 +470,12 @@ def check_example(ex):
     if len(set(names)) != len(names):
         problems.append(f"{where}: duplicate tool names {names}")
     for t in ex["tools"]:
-        err = check_tool(t)
+        if checked_tools is None:
+            err = check_tool(t)
+        else:
+            err = checked_tools.get(id(t), "unchecked")
+            if err == "unchecked":
+                err = checked_tools[id(t)] = check_tool(t)
         if err:
             problems.append(f"{where}: {err}")
     if ex["split"] == "C" and ex["calls"]:
@@ -485,11 +512,12 @@ def _tool_strings(tool):
 def check_splits(splits):
     """Every check of the splits (docs/training-data.md, "Checks"); returns the problems found."""
     problems = []
+    checked_tools = {}
     for split, examples in splits.items():
         for ex in examples:
             if ex["split"] != split:
                 problems.append(f"{ex['id']}: in {split}.jsonl but split {ex['split']}")
-            problems += check_example(ex)
+            problems += check_example(ex, checked_tools)
     train = splits.get("train", [])
     # No duplicates across splits: an example, or a request, belongs to one split.
     owner = {}
@@ -511,11 +539,14 @@ def check_splits(splits):
         problems.append(f"split-B tool {name!r} is offered in train")
     # Every string of the training prompts, deduplicated, searched at once (identifiers split).
     texts = set()
+    seen_tools = set()
     for ex in train:
         texts.add(ex["system"])
         texts.add(ex["query"])
         for t in ex["tools"]:
-            texts.update(_tool_strings(t))
+            if id(t) not in seen_tools:
+                seen_tools.add(id(t))
+                texts.update(_tool_strings(t))
     b_word_re = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(F.B_WORDS)) + r")(?![a-z])")
     for m in b_word_re.finditer(F._CAMEL.sub(" ", "\n".join(sorted(texts))).lower()):
         problems.append(f"split-B word {m.group(0)!r} in a training prompt")

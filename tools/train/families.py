@@ -51,9 +51,9 @@ class Param:
         if need_desc and not desc:
             raise ValueError(f"parameter {name!r}: need_desc without a description")
 
-    def schema(self, rng, desc_p):
+    def schema(self, with_desc):
         s = {"type": self.type}
-        if self.desc and (self.need_desc or rng.random() < desc_p):
+        if with_desc:
             s["description"] = self.desc
         if self.enum:
             s["enum"] = list(self.enum)
@@ -112,6 +112,7 @@ class Variant:
         self.fixed = fixed or {}  # slot -> the only value this tool takes
         self.covered = {s for p in params for s in p.slots} | set(self.fixed)
         self.family = None
+        self._tools = {}  # (description index, parameter descriptions shown) -> tool definition
 
     def fits(self, template):
         if not template.slots <= self.covered:
@@ -132,11 +133,19 @@ class Variant:
         return out
 
     def tool(self, rng, desc_p=0.25):
-        """The tool definition as offered in a prompt (description and parameter descriptions vary)."""
-        props = {p.name: p.schema(rng, desc_p) for p in self.params}
-        return {"name": self.name, "description": pick(rng, self.descs),
-                "parameters": {"type": "object", "properties": props,
-                               "required": [p.name for p in self.params if p.req]}}
+        """The tool definition as offered in a prompt: one of its descriptions, and each parameter's
+        description with probability desc_p (always when it carries meaning). The few distinct
+        definitions are built once and shared (callers never modify them)."""
+        d = int(rng.random() * len(self.descs))
+        with_desc = tuple(bool(p.desc) and (p.need_desc or rng.random() < desc_p) for p in self.params)
+        t = self._tools.get((d, with_desc))
+        if t is None:
+            props = {p.name: p.schema(w) for p, w in zip(self.params, with_desc)}
+            t = {"name": self.name, "description": self.descs[d],
+                 "parameters": {"type": "object", "properties": props,
+                                "required": [p.name for p in self.params if p.req]}}
+            self._tools[d, with_desc] = t
+        return t
 
     def arguments(self, values):
         """The gold arguments for slot values `values`, in the order of the parameters."""
@@ -685,7 +694,7 @@ family(
           P("name", "string", "playlist", req=True), P("shuffle", "boolean", "shuffle")),
         V("play_genre", "Play music of a genre.", P("genre", "string", "genre", req=True)),
     ],
-    imp=["play {song}", "play {song} by {artist}", "put on {song}", "play some {artist}",
+    imp=["play {song}", "play {song} by {artist}", "put on {song}", "play some music by {artist}",
          "play something by {artist}", "play my {playlist} playlist", "{shuffle} my {playlist} playlist",
          "play {genre} music", "play the {playlist} playlist {shuffle:on}", "play {artist} {shuffle:on}",
          "put on some {genre}"],

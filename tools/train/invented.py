@@ -245,7 +245,10 @@ def request(rng, vocab, inv, held_templates):
         plist = ", ".join(phrases[:-1]) + pick(rng, (" and ", ", ")) + phrases[-1]
     else:
         plist = "".join(phrases)
-    vp = f"{inv.verb} {pick(rng, ('the', 'a', 'my', 'this', 'our'))} {inv.noun}"
+    det = pick(rng, ("the", "a", "my", "this", "our"))
+    if det == "a":
+        det = _article(inv.noun)
+    vp = f"{inv.verb} {det} {inv.noun}"
     template = pick(rng, REQUEST_TEMPLATES[held_templates, bool(phrases)])
     # The verb phrase and parameter list are not copied values: value 0 keeps render() from
     # treating them as free text.

@@ -394,10 +394,10 @@ fish pie|tom yum|couscous salad|brownies
 DIETS = ["vegetarian", "vegan", "gluten-free", "dairy-free", "keto", "halal", "kosher"]
 
 PODCAST_SHOWS = words("""
-The Daily Byte|Slow History|Curious Minds Hour|Deep Sea Diaries|Startup Stories|Mind the Gap|
-The Weekly Atlas|Kitchen Table Talks|Space Between Stars|Crime Files Europe|Learn Italian Daily|
-Sound Money|The Long Read Aloud|Science Friday Night|Tech Tonic|Culture Club Radio|
-The Football Ramble On|Philosophy Bites Back|Word Nerds|Nature Notes
+Daily Byte|Slow History|Curious Minds Hour|Deep Sea Diaries|Startup Stories|Mind the Gap|
+Weekly Atlas|Kitchen Table Talks|Space Between Stars|Crime Files Europe|Learn Italian Daily|
+Sound Money|Long Read Aloud|Science Friday Night|Tech Tonic|Culture Club Radio|
+Football Ramble On|Philosophy Bites Back|Word Nerds|Nature Notes
 """)
 
 TICKERS = words("AAPL|MSFT|GOOGL|AMZN|TSLA|NVDA|META|NFLX|SAP|ASML|TSM|BABA|SONY|SHEL|NESN|IBM|ORCL|INTC|AMD|UBER")
