@@ -44,6 +44,8 @@ class NativeBackend : public Backend {
   std::function<bool()> stop;
   std::function<void(std::string_view, uint32_t, bool)> text;
 
+  // The last kept logits (vocab floats; empty before the first feed that wanted them).
+  const std::vector<float>& logits() const { return logits_; }
   // Positions run in the current session.
   uint32_t position() const { return ref_ ? ref_->position() : 0; }
 

@@ -630,9 +630,11 @@ struct Session::Run {
     const Reply reply = parseReply(env.text, offered, allowText);
     env.calls = reply.calls;
     env.reasoning = reply.reasoning;
-    env.error = reply.error;
-    env.success = reply.error.empty();
     env.generatedTokens = static_cast<uint32_t>(env.replyIds.size());
+    env.error = reply.error;
+    if (env.stopped && !env.error.empty())
+      env.error = "stopped after " + str(env.generatedTokens) + " tokens: " + env.error;
+    env.success = env.error.empty();
     if (pooled) confidence();
     const double prefillMs = prefillEnd - prefillStart, decodeMs = end - prefillEnd;
     env.prefillTps = prefillMs > 0 ? env.promptTokens * 1000.0 / prefillMs : 0;

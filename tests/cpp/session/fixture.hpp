@@ -1,0 +1,78 @@
+// What the session tests share: micro.cact (d 64, 2 layers, window 64, context 2048, with probe
+// heads) loaded once, its SessionModel, backends over the Reference, random tool sets, and the checks
+// every finished reply must pass.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "archive.hpp"
+#include "toolcall/native.hpp"
+#include "toolcall/session.hpp"
+#include "toolcall/tokens.hpp"
+
+namespace tc = needle::toolcall;
+
+namespace session_test {
+
+inline const std::string kModelsDir = NEEDLE_MODELS_DIR;
+inline const std::string kBinDir = NEEDLE_BIN_DIR;
+
+// An archive read once per run (the Model points into the bytes, which live as long).
+struct Loaded {
+  std::vector<uint8_t> bytes;
+  needle::Model model;
+  std::unique_ptr<tc::SessionModel> session;
+};
+
+const Loaded& load(const std::string& name);
+inline const Loaded& micro() { return load("micro.cact"); }
+
+// A small deterministic generator (the tests' own; independent of the sampler's splitmix64).
+struct Rng {
+  uint64_t state;
+  uint32_t below(uint32_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<uint32_t>((state >> 33) % n);
+  }
+  bool chance(uint32_t percent) { return below(100) < percent; }
+  template <typename T>
+  const T& pick(const std::vector<T>& v) { return v[below(static_cast<uint32_t>(v.size()))]; }
+};
+
+// 1 to 4 random tools with realistic names and parameter schemas of every supported kind (strings
+// with lengths and enums, integers and numbers with bounds, booleans, arrays, nested objects), as
+// JSON text that parseTools accepts.
+std::string randomToolsJson(Rng& r, uint32_t minTools = 1, uint32_t maxTools = 4);
+// A user request drawn from a small list.
+std::string randomRequest(Rng& r);
+
+// The native backend with the replies' text collected and every token's forced flag recorded.
+struct RecordingBackend : tc::NativeBackend {
+  RecordingBackend(const Loaded& l) : tc::NativeBackend(l.model, l.session->tokenizer()) {}
+  void onText(std::string_view delta, uint32_t token, bool forcedToken) override {
+    streamed += delta;
+    if (token != UINT32_MAX) forced.push_back(forcedToken);
+  }
+  void clear() {
+    streamed.clear();
+    forced.clear();
+  }
+  std::string streamed;
+  std::vector<bool> forced;
+};
+
+// Checks a finished constrained reply: success, ends with <|im_end|>, within its budget, the ids
+// taken one by one by a fresh matcher of the offered tools, every call valid against its tool
+// (toolcall::validate), the text equal to the streamed deltas and to the tokenizer's decode.
+// Returns the number of calls.
+size_t checkConstrainedReply(const Loaded& l, const tc::Request& request, const tc::Envelope& env,
+                             const std::string& streamed);
+
+// The offered tools of an envelope: all of them, or those named in tools_offered.
+std::vector<tc::Tool> offeredTools(const tc::Request& request, const tc::Envelope& env);
+
+}  // namespace session_test
