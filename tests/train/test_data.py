@@ -365,6 +365,29 @@ class Conventions(unittest.TestCase):
             sv = slots.Duration().sample(rng, False, 60)
             self.assertEqual(sv.value % 60, 0)
 
+    def test_tools_that_take_one_switch_value(self):
+        # turn_on_lights is only ever asked to turn on, unlock_door to unlock, and so on.
+        gen = data.Generator(5)
+        fixed = [(f, v) for f in F.TRAIN_FAMILIES for v in f.variants if v.fixed]
+        self.assertGreaterEqual(len(fixed), 5)
+        for f, v in fixed:
+            for held in (False, True):
+                for _ in range(60):
+                    c = gen.family_clause(f, held, held, variant=v.name)
+                    for slot, value in v.fixed.items():
+                        if slot in c.values:
+                            self.assertEqual(c.values[slot].value, value, (v.name, c.values))
+        for ex in SPLITS["train"] + SPLITS["A"]:
+            for call in ex["calls"]:
+                q = ex["query"].lower()
+                if call["name"] in ("turn_on_lights", "lock_door"):
+                    self.assertNotRegex(q, r"\b(off|disable|unlock)\b", ex["id"])
+                if call["name"] in ("turn_off_lights", "unlock_door"):
+                    self.assertNotRegex(q, r"\b(on|enable|lock)\b(?! the \w+ lights)", ex["id"])
+        lights = {v.name: v for v in F.BY_NAME["lights"].variants}
+        with self.assertRaises(ValueError):
+            lights["turn_on_lights"].arguments({"room": slots.SlotValue("den"), "power": slots.SlotValue("off", value=False)})
+
     def test_render_quotes_ambiguous_free_text(self):
         rng = random.Random(1)
         t = slots.Template("remind me to {task} at {time}", "imp", "reminder", False)

@@ -218,7 +218,7 @@ class Generator:
                 suffix = "?"
             elif r < 0.15:
                 suffix = "."
-            elif r < 0.22:
+            elif r < 0.22 and "please" not in prefix:
                 suffix = " please"
             elif r < 0.25:
                 suffix = "!"

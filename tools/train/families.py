@@ -149,6 +149,10 @@ class Variant:
 
     def arguments(self, values):
         """The gold arguments for slot values `values`, in the order of the parameters."""
+        for slot, value in self.fixed.items():
+            if slot in values and values[slot].value != value:
+                raise ValueError(f"tool {self.name}: slot {slot} is {values[slot].value}, "
+                                 f"but this tool only takes {value}")
         args = {}
         for p in self.params:
             for s in p.slots:
@@ -384,7 +388,8 @@ family(
 family(
     "calendar_event", near=("reminder",),
     slots={"title": Choice(W.EVENT_TITLES, free=True), "day": DAY, "time": TIME,
-           "person": PERSON, "place": Choice(W.PLACES), "length": DUR},
+           "person": PERSON, "place": Choice(W.PLACES),
+           "length": Duration({"minute": (15, 90), "hour": (1, 4)})},
     variants=[
         V("create_event", "Add an event to the calendar.",
           P("title", "string", "title", req=True), P("date", "string", "day", req=True),
@@ -1021,7 +1026,8 @@ class TrackingNumber:
 family(
     "fitness", split="B", near=("timer",),
     words=("workout", "workouts", "exercise", "exercises", "fitness", "calories"),
-    slots={"activity": Choice(W.ACTIVITIES, holdout=False), "dur": DUR, "dist": Amount(1, 42),
+    slots={"activity": Choice(W.ACTIVITIES, holdout=False),
+           "dur": Duration({"minute": (10, 120), "hour": (1, 3)}), "dist": Amount(1, 42),
            "cal": Integer(50, 900, words_p=0)},
     variants=[
         V("log_workout", "Log a completed workout.",

@@ -137,7 +137,13 @@ class Flag:
         self.only = only  # True or False: the slot only ever takes that value
 
     def sample(self, rng, held, allowed=None):
-        value = self.only if self.only is not None else rng.random() < 0.5
+        """`allowed` (a bool) is the only value the tool takes (turn_on_lights: True)."""
+        if allowed is not None and self.only is not None and allowed != self.only:
+            raise Unfillable(f"the switch only takes {self.only}")
+        if allowed is not None:
+            value = allowed
+        else:
+            value = self.only if self.only is not None else rng.random() < 0.5
         alt = {mod: pick(rng, words[0] if value else words[1]) for mod, words in self.forms.items()}
         return SlotValue(alt[""], copy=alt[""], value=value, alt=alt)
 
@@ -179,15 +185,19 @@ UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600}
 class Duration:
     """A length of time: "5 minutes", "an hour", "ninety seconds". value = total seconds.
     `allowed` is the smallest unit (in seconds) the tool can take: the request never uses a smaller
-    one, so converting to the parameter's unit always gives a whole number."""
+    one, so converting to the parameter's unit always gives a whole number. `ranges` overrides the
+    range of each unit (a workout is not 12 hours long)."""
 
     RANGES = {"second": (5, 95), "minute": (1, 90), "hour": (1, 12)}
+
+    def __init__(self, ranges=None):
+        self.ranges = dict(self.RANGES, **(ranges or {}))
 
     def sample(self, rng, held, allowed=None):
         smallest = allowed or 1
         units = [u for u, s in UNIT_SECONDS.items() if s >= smallest]
         unit = pick(rng, units)
-        lo, hi = self.RANGES[unit]
+        lo, hi = self.ranges[unit]
         n = rng.randint(lo, hi)
         if unit == "second" and n > 20:
             n -= n % 5
