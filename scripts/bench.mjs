@@ -7,6 +7,9 @@
 // one JSON object with its own timings (prefill_ms, prefill_tokens, decode_ms, decode_tokens), so
 // process start-up and archive loading are not counted. Each configuration runs --reps times; the best
 // figure of each kind is kept. Then it prints tokens/s and ratios; docs/benchmarks.md explains them.
+// With --toolcall-archive (an archive with a tokenizer), it also runs the same tool-call requests in
+// needle-run and needle-wasm --batch and prints what the call grammar costs per generated token (masks
+// and forced fragments) next to the time per reply token, and the share of tokens that were forced.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,13 +29,15 @@ const usage = `usage: node scripts/bench.mjs --archive BASE.cact [options]
   --threads LIST      engine thread counts (default 1,2)
   --engine-cli FILE   the engine's command line (default tools/needle-wasm.mjs)
   --no-f32            skip the f32 rows of the reference
+  --toolcall-archive FILE  an archive with a tokenizer (base geometry) for the tool-call rows
+                      (skipped without it); needs bin/needle-run and toolcall.mjs in the build
 `;
 
 // Parses --name value options into an object; exits with the usage on anything unknown.
 function parseArgs(argv) {
   const opts = {
     build: 'build', emscripten: 'build-emscripten', archive: '', tiny: '',
-    promptTokens: 64, generate: 64, reps: 2, threads: [1, 2], f32: true,
+    promptTokens: 64, generate: 64, reps: 2, threads: [1, 2], f32: true, toolcallArchive: '',
     engineCli: path.join(root, 'tools', 'needle-wasm.mjs'),
   };
   const num = (name, text) => {
@@ -56,6 +61,7 @@ function parseArgs(argv) {
       case '--threads': opts.threads = value().split(',').map((t) => num(a, t)); break;
       case '--engine-cli': opts.engineCli = path.resolve(value()); break;
       case '--no-f32': opts.f32 = false; break;
+      case '--toolcall-archive': opts.toolcallArchive = value(); break;
       case '--help': case '-h': process.stdout.write(usage); process.exit(0);
       default: fail(`unknown option ${a}`);
     }
@@ -282,6 +288,79 @@ function checkSameIds(opts, progs) {
   return problems;
 }
 
+// The tool-call requests of the constraint rows: the page's default tools and a third with nested
+// arguments, four requests, temperature 1 (so that the reply reaches the arguments' strings and
+// numbers, where masks cost the most), one seed each; replies of at most 128 tokens.
+function toolcallBatch() {
+  const tools = [
+    { name: 'get_weather', description: 'Weather forecast for a city on a given day',
+      parameters: { type: 'object', properties: { city: { type: 'string', description: 'City name' }, day: { type: 'string', enum: ['today', 'tomorrow'] } }, required: ['city'] } },
+    { name: 'set_timer', description: 'Start a countdown timer',
+      parameters: { type: 'object', properties: { minutes: { type: 'integer' } }, required: ['minutes'] } },
+    { name: 'send_message', description: 'Send a text message',
+      parameters: { type: 'object', properties: { to: { type: 'array', items: { type: 'string' }, minItems: 1 }, body: { type: 'string', maxLength: 80 }, at: { type: 'number', minimum: 0, maximum: 24 } }, required: ['to', 'body'] } },
+  ];
+  const requests = ["What's the weather in Lisbon tomorrow?", 'Set a timer for 12 minutes', 'Tell Ana and Bo that I am late', 'Weather in Porto today'];
+  return requests.map((request, i) => JSON.stringify({ tools, request, temperature: 1, seed: i + 1, max_tokens: 128 })).join('\n') + '\n';
+}
+
+// Runs the tool-call batch in needle-run (native, A8 + int8 KV) and in the engine at 1 thread, and
+// prints per program: reply tokens, the share forced, the time per reply token (decode_tps counts
+// every reply token, sampled or forced, masks included), and the constraint's cost per reply token
+// (constraint_ms: masks, forced fragments and the matcher's steps). Returns the number of failures.
+function toolcallRows(opts) {
+  if (!opts.toolcallArchive) {
+    console.log('tool calls: skipped (no --toolcall-archive)');
+    return 0;
+  }
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'needle-bench-'));
+  const batch = path.join(tmp, 'requests.jsonl');
+  fs.writeFileSync(batch, toolcallBatch());
+  const native = path.resolve(root, opts.build, 'bin', 'needle-run');
+  const toolcall = path.resolve(root, opts.build, 'toolcall.mjs');
+  const engineWasm = path.resolve(root, opts.build, 'engine.wasm');
+  const runs = [
+    ['C++ reference + session, native -O3', fs.existsSync(native), native, ['--archive', opts.toolcallArchive, '--batch', batch]],
+    ['wasm engine + toolcall.wasm, 1 thread', fs.existsSync(toolcall) && fs.existsSync(engineWasm), process.execPath,
+      [opts.engineCli, '--archive', opts.toolcallArchive, '--batch', batch, '--threads', '1', '--wasm', engineWasm, '--toolcall', toolcall]],
+  ];
+  const rows = [];
+  const replies = [];
+  let failures = 0;
+  try {
+    for (const [label, present, cmd, args] of runs) {
+      if (!present) {
+        console.log(`tool calls: ${label}: not built`);
+        continue;
+      }
+      const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20, timeout: 15 * 60 * 1000 });
+      const envelopes = r.status === 0 ? r.stdout.trim().split('\n').map((l) => JSON.parse(l)) : [];
+      if (r.status !== 0 || envelopes.some((e) => !e.success)) {
+        console.log(`tool calls: ${label}: FAILED: ${(r.stderr || '').trim().split('\n').slice(-2).join(' | ') || envelopes.find((e) => !e.success)?.error}`);
+        failures++;
+        continue;
+      }
+      const sum = (key) => envelopes.reduce((n, e) => n + e[key], 0);
+      const tokens = sum('generated_tokens');
+      const decodeMs = envelopes.reduce((n, e) => n + (e.decode_tps > 0 ? (e.generated_tokens * 1000) / e.decode_tps : 0), 0);
+      const constraintMs = sum('constraint_ms');
+      rows.push([label, envelopes.length, tokens, `${fmt((100 * sum('forced_tokens')) / tokens)}%`,
+        fmt(decodeMs / tokens, 2), fmt(constraintMs / tokens, 3), `${fmt((100 * constraintMs) / decodeMs)}%`]);
+      replies.push(JSON.stringify(envelopes.map((e) => e.reply_ids)));
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  if (rows.length) {
+    console.log(`tool calls on ${opts.toolcallArchive} (${toolcallBatch().trim().split('\n').length} requests, ` +
+      'temperature 1, at most 128 reply tokens each):');
+    printTable(['program', 'requests', 'reply tokens', 'forced', 'ms per reply token', 'constraint ms per token', 'constraint share'], rows);
+    if (new Set(replies).size > 1) console.log('WARNING: the two programs gave different reply ids');
+    console.log('');
+  }
+  return failures;
+}
+
 function main() {
   const opts = parseArgs(process.argv.slice(2));
   const progs = programs(opts);
@@ -404,6 +483,7 @@ function main() {
   const load1 = os.loadavg();
   console.log(`load average at end: ${load1.map((l) => l.toFixed(2)).join(' ')}\n`);
 
+  toolcallRows(opts);
   checkSameIds(opts, progs);
   const failed = configs.filter((c) => c.error && c.prog !== 'engine');
   process.exit(failed.length ? 1 : 0);

@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 
 bash scripts/build.sh --browser
-# playwright-core drives Debian's Chromium in the browser test (it never downloads a browser).
-[ -d node_modules/playwright-core ] || npm install --no-audit --no-fund
+# playwright-core drives Debian's Chromium in the browser test (it never downloads a browser); ajv
+# checks the tool-call tests' arguments against their JSON Schemas.
+[ -d node_modules/playwright-core ] && [ -d node_modules/ajv ] || npm install --no-audit --no-fund
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 echo "== unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
