@@ -5,11 +5,10 @@
 # Worker runs the one tool-call session (host/toolcall/session.cpp) with engine.wasm as its backend
 # (docs/engine.md, "Tool calls"; host/wasm/toolcall_module.cpp is the glue).
 #
-# Like scripts/build-ref-wasm.sh: host/*.cpp and host/toolcall/*.cpp go into a static library (only
-# the objects the C API reaches are linked), each object rebuilt only when its source, a header it
-# includes, or the flags changed. Left out, because they do not build with em++ 3.1.6 and the session
-# does not use them: host/spm_import.cpp (libsentencepiece), host/safetensors.cpp (float from_chars).
-# The native backend (host/toolcall/native.*: the C++ Reference) compiles too but is never linked.
+# The sources are CMakeLists.txt's TOOLCALL_CAPI_SOURCES (read from there: the same list as
+# libneedle_toolcall.so, docs/toolcall.md "The C API") plus the glue, host/wasm/toolcall_module.cpp.
+# Like scripts/build-ref-wasm.sh, each object is rebuilt only when its source, a header it includes,
+# or the flags changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build}
@@ -22,18 +21,17 @@ fi
 # Debian's emscripten runs its JavaScript tools under Node, which must find Debian's acorn & co.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 
-library_sources=()
-for f in host/*.cpp host/toolcall/*.cpp; do
-  case "$(basename "$f")" in
-    spm_import.cpp|safetensors.cpp) ;;
-    *) library_sources+=("$f") ;;
-  esac
-done
+read -r -a library_sources <<<"$(sed -n '/^set(TOOLCALL_CAPI_SOURCES/,/)/p' CMakeLists.txt |
+                                  sed -e 's/^set(TOOLCALL_CAPI_SOURCES//' -e 's/)//' | tr '\n' ' ')"
+if [ ${#library_sources[@]} -eq 0 ]; then
+  echo "build-toolcall-wasm: no TOOLCALL_CAPI_SOURCES list in CMakeLists.txt" >&2
+  exit 1
+fi
 program_sources=(host/wasm/toolcall_module.cpp)
-for f in host/toolcall/capi.cpp host/toolcall/session.cpp "${program_sources[@]}"; do
+sources=("${library_sources[@]}" "${program_sources[@]}")
+for f in "${sources[@]}"; do
   [ -f "$f" ] || { echo "build-toolcall-wasm: $f is missing" >&2; exit 1; }
 done
-sources=("${library_sources[@]}" "${program_sources[@]}")
 
 # Exceptions: the library reports bad input by throwing needle::Error, and capi.cpp catches everything
 # at its extern "C" functions. Catching is enabled everywhere (-fexceptions, Emscripten's
@@ -61,7 +59,7 @@ obj_dir="$out/toolcall-obj"
 stamp="$obj_dir/flags.txt"
 flags_now="$(em++ --version | sed -n 1p) | ${compile_flags[*]} | ${link_flags[*]}"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags_now" ]; then
-  rm -f "$obj_dir"/*.o "$obj_dir"/*.d "$obj_dir"/*.a
+  rm -f "$obj_dir"/*.o "$obj_dir"/*.d
   printf '%s' "$flags_now" > "$stamp"
 fi
 
@@ -76,18 +74,14 @@ up_to_date() {
   return 0
 }
 
-library_objects=()
-program_objects=()
+objects=()
 pids=()
 failed=0
 for src in "${sources[@]}"; do
   name=$(echo "$src" | tr '/' '_')
   obj="$obj_dir/${name%.cpp}.o"
   dep="$obj_dir/${name%.cpp}.d"
-  case "$src" in
-    host/wasm/*) program_objects+=("$obj") ;;
-    *) library_objects+=("$obj") ;;
-  esac
+  objects+=("$obj")
   up_to_date "$obj" "$dep" && continue
   echo "em++ $src"
   em++ "${compile_flags[@]}" -MMD -MF "$dep" -c "$src" -o "$obj" &
@@ -100,22 +94,13 @@ done
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 [ $failed = 0 ] || { echo "build-toolcall-wasm: compilation failed" >&2; exit 1; }
 
-# The library is rebuilt from scratch whenever an object is newer (a removed source leaves nothing).
-library="$obj_dir/libneedle.a"
-for obj in "${library_objects[@]}"; do
-  if [ ! -f "$library" ] || [ "$obj" -nt "$library" ]; then
-    rm -f "$library"
-    emar rcs "$library" "${library_objects[@]}"
-    break
-  fi
-done
 relink=0
 [ -f "$out/toolcall.mjs" ] && [ -f "$out/toolcall.wasm" ] || relink=1
-for f in "${program_objects[@]}" "$library" "$0"; do [ "$f" -nt "$out/toolcall.mjs" ] && relink=1; done
+for f in "${objects[@]}" "$0" "$stamp"; do [ "$f" -nt "$out/toolcall.mjs" ] && relink=1; done
 if [ $relink = 1 ]; then
   echo "em++ -o $out/toolcall.mjs"
-  # written under temporary names and renamed, so that a reader never sees half a module
-  em++ "${link_flags[@]}" "${program_objects[@]}" "$library" -o "$obj_dir/toolcall.mjs"
+  # linked under temporary names and renamed, so that a reader never sees half a module
+  em++ "${link_flags[@]}" "${objects[@]}" -o "$obj_dir/toolcall.mjs"
   mv "$obj_dir/toolcall.wasm" "$out/toolcall.wasm"
   mv "$obj_dir/toolcall.mjs" "$out/toolcall.mjs"
 fi
