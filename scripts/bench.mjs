@@ -290,7 +290,7 @@ function checkSameIds(opts, progs) {
 
 // The tool-call requests of the constraint rows: the page's default tools and a third with nested
 // arguments, four requests, temperature 1 (so that the reply reaches the arguments' strings and
-// numbers, where masks cost the most), one seed each; replies of at most 128 tokens.
+// numbers, where masks cost the most), two seeds each; replies of at most 128 tokens.
 function toolcallBatch() {
   const tools = [
     { name: 'get_weather', description: 'Weather forecast for a city on a given day',
@@ -301,7 +301,9 @@ function toolcallBatch() {
       parameters: { type: 'object', properties: { to: { type: 'array', items: { type: 'string' }, minItems: 1 }, body: { type: 'string', maxLength: 80 }, at: { type: 'number', minimum: 0, maximum: 24 } }, required: ['to', 'body'] } },
   ];
   const requests = ["What's the weather in Lisbon tomorrow?", 'Set a timer for 12 minutes', 'Tell Ana and Bo that I am late', 'Weather in Porto today'];
-  return requests.map((request, i) => JSON.stringify({ tools, request, temperature: 1, seed: i + 1, max_tokens: 128 })).join('\n') + '\n';
+  const lines = [];
+  for (const seed of [1, 2]) for (const request of requests) lines.push(JSON.stringify({ tools, request, temperature: 1, seed, max_tokens: 128 }));
+  return lines.join('\n') + '\n';
 }
 
 // Runs the tool-call batch in needle-run (native, A8 + int8 KV) and in the engine at 1 thread, and
