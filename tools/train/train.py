@@ -409,6 +409,21 @@ def run(args) -> dict:
     stop_at = state["step"] + args.stop_after if args.stop_after else None
     window = {"loss": 0.0, "correct": 0, "targets": 0, "tokens": 0, "time": 0.0, "steps": 0}
 
+    def log_row(lr):
+        """One log row: the averages of the steps since the last row."""
+        nonlocal window
+        row = {"step": state["step"], "epoch": state["epoch"], "tokens": state["tokens"],
+               "elapsed_s": f"{state['elapsed']:.1f}", "lr": f"{lr:.3e}",
+               "loss": f"{window['loss'] / window['targets']:.4f}",
+               "accuracy": f"{window['correct'] / window['targets']:.4f}",
+               "tokens_per_s": f"{window['tokens'] / window['time']:.0f}", "eval_loss": "",
+               "eval_accuracy": ""}
+        rows.append(row)
+        say(f"step {row['step']}/{state['total_steps']} tokens {row['tokens']:,} loss {row['loss']} "
+            f"acc {row['accuracy']} lr {row['lr']} {row['tokens_per_s']} tok/s "
+            f"{state['elapsed'] / 60:.1f} min")
+        window = {k: 0 if k != "loss" else 0.0 for k in window}
+
     def save():
         save_checkpoint(ckpt_path, net, opt, state, args)
         write_log(log_path, rows)
@@ -463,17 +478,7 @@ def run(args) -> dict:
             state["planned_at"] = state["step"]
 
         if state["step"] % args.log_every == 0 or state["step"] == state["total_steps"]:
-            row = {"step": state["step"], "epoch": state["epoch"], "tokens": state["tokens"],
-                   "elapsed_s": f"{state['elapsed']:.1f}", "lr": f"{lr:.3e}",
-                   "loss": f"{window['loss'] / window['targets']:.4f}",
-                   "accuracy": f"{window['correct'] / window['targets']:.4f}",
-                   "tokens_per_s": f"{window['tokens'] / window['time']:.0f}", "eval_loss": "",
-                   "eval_accuracy": ""}
-            rows.append(row)
-            say(f"step {row['step']}/{state['total_steps']} tokens {row['tokens']:,} loss {row['loss']} "
-                f"acc {row['accuracy']} lr {row['lr']} {row['tokens_per_s']} tok/s "
-                f"{state['elapsed'] / 60:.1f} min")
-            window = {k: 0 if k != "loss" else 0.0 for k in window}
+            log_row(lr)
         # Checkpoints fall on log rows, so a resumed run's log windows line up with the first run's.
         if rows and rows[-1]["step"] == state["step"] and \
                 time.perf_counter() - last_save >= args.checkpoint_minutes * 60:
@@ -484,6 +489,8 @@ def run(args) -> dict:
             save()
             last_save = time.perf_counter()
 
+    if window["steps"]:  # the steps since the last row (a budget ended between rows)
+        log_row(lr)
     if eval_examples and rows:
         rows[-1]["eval_loss"], rows[-1]["eval_accuracy"] = (
             f"{v:.4f}" for v in evaluate(net, eval_examples, args.batch_tokens, device))
