@@ -3,12 +3,14 @@
 
     /usr/bin/python3 tools/train/bench.py d256l8 d256l6 d384l6 d192l8 [--steps 8] [--threads N]
 
-Each geometry runs full training steps (forward with CQ fake quantisation, reply-token loss,
+Every geometry runs full training steps (forward with CQ fake quantisation, reply-token loss,
 backward, clipping, AdamW) on batches of --batch-tokens padded tokens: sequences of --prompt prompt
 tokens and --reply reply tokens (220 + 20 by default). Tokens/s counts prompt + reply tokens
-processed. The first step (allocation, codebooks) is not counted; the median and the best of the
-rest are printed, with the process CPU time per step (on a shared machine the best step is the
-closest to the machine's real speed). --profile prints the top operators of one step.
+processed. The geometries take turns, one step each per round, so that a busy machine slows them
+alike; the first round (allocation, codebooks) is not counted. Printed per geometry: the median and
+the best step as tokens/s, and the median process CPU time per step (threads together). On a
+shared machine the best step is the closest to the machine's own speed. --profile prints the top
+operators of one step of each.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,14 +33,14 @@ import model as M  # noqa: E402
 import train  # noqa: E402
 
 
-def bench(geometry: str, args) -> dict:
+def setup(geometry: str, args):
+    """A model, its optimiser and one synthetic batch; returns (step function, tokens per step, info)."""
     g = M.geometry_from(geometry)
     net = M.Needle2(g, cq.BitsMap.parse(args.bits_map), seed=1)
     opt = train.make_optimizer(net, argparse.Namespace(lr=1e-3, weight_decay=0.1))
     seq = args.prompt + args.reply - 1
     count = max(1, args.batch_tokens // seq)
     gen = torch.Generator().manual_seed(0)
-    import numpy as np
     examples = [(np.concatenate([[2], torch.randint(14, g.vocab, (args.prompt - 1,), generator=gen).numpy()]),
                  torch.randint(14, g.vocab, (args.reply,), generator=gen).numpy()) for _ in range(count)]
     batch = train.make_batch(examples, list(range(count)), "cpu")
@@ -49,24 +52,35 @@ def bench(geometry: str, args) -> dict:
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
 
-    step()
-    if args.profile:
-        from torch.profiler import profile, ProfilerActivity
-        with profile(activities=[ProfilerActivity.CPU]) as p:
-            step()
-        print(p.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
-    walls, cpus = [], []
-    for _ in range(args.steps):
-        w, c = time.perf_counter(), time.process_time()
+    info = {"geometry": geometry, "parameters": M.count_parameters(net), "batch": f"{count} x {seq}"}
+    return step, batch["n_tokens"], info
+
+
+def run(args) -> list:
+    runs = [setup(g, args) for g in args.geometries]
+    for step, _, info in runs:
         step()
-        walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    tokens = batch["n_tokens"]
-    return {"geometry": geometry, "parameters": M.count_parameters(net), "batch": f"{count} x {seq}",
-            "median_tok_s": round(tokens / statistics.median(walls)),
-            "best_tok_s": round(tokens / min(walls)),
-            "median_step_s": round(statistics.median(walls), 3),
-            "cpu_s_per_step": round(statistics.median(cpus), 3)}
+        if args.profile:
+            from torch.profiler import profile, ProfilerActivity
+            with profile(activities=[ProfilerActivity.CPU]) as p:
+                step()
+            print(info["geometry"])
+            print(p.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
+    walls = [[] for _ in runs]
+    cpus = [[] for _ in runs]
+    for _ in range(args.steps):
+        for k, (step, _, _) in enumerate(runs):
+            w, c = time.perf_counter(), time.process_time()
+            step()
+            walls[k].append(time.perf_counter() - w)
+            cpus[k].append(time.process_time() - c)
+    results = []
+    for (_, tokens, info), wall, cpu in zip(runs, walls, cpus):
+        results.append(dict(info, median_tok_s=round(tokens / statistics.median(wall)),
+                            best_tok_s=round(tokens / min(wall)),
+                            median_step_s=round(statistics.median(wall), 3),
+                            cpu_s_per_step=round(statistics.median(cpu), 3)))
+    return results
 
 
 def main() -> int:
@@ -82,8 +96,8 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
-    for geometry in args.geometries:
-        print(json.dumps(bench(geometry, args)), flush=True)
+    for result in run(args):
+        print(json.dumps(result), flush=True)
     return 0
 
 
