@@ -171,7 +171,10 @@ function paragraph(text, className = 'status') {
 function showEnvelope(envelope) {
   const box = $('calls');
   box.replaceChildren();
-  if (envelope.tools_offered) box.append(paragraph(`Tools offered to the model (the 5 the contrastive head ranks first): ${envelope.tools_offered.join(', ')}.`));
+  if (envelope.tools_offered) {
+    box.append(paragraph(`Tools offered to the model (the 5 the contrastive head ranks first): ` +
+      `${envelope.tools_offered.join(', ')}.`));
+  }
   if (envelope.reasoning) box.append(paragraph(`Reasoning: ${envelope.reasoning}`));
   envelope.function_calls.forEach((call, i) => {
     const div = document.createElement('div');
@@ -183,9 +186,7 @@ function showEnvelope(envelope) {
     div.append(h, pre);
     box.append(div);
   });
-  if (envelope.success && envelope.function_calls.length === 0)
-    box.append(paragraph(envelope.type === 'respond' && !envelope.text.includes('<tool_call>')
-      ? 'The model answers in text (no call).' : 'No tool fits this request ([]).', ''));
+  if (envelope.success && envelope.function_calls.length === 0) box.append(paragraph('No tool fits this request ([]).', ''));
   if (!envelope.success) box.append(paragraph(`The reply is not a valid call: ${envelope.error}.`, 'error'));
   if (envelope.confidence !== null)
     box.append(Object.assign(paragraph(`Confidence: ${envelope.confidence.toFixed(3)}`, 'confidence'), { id: 'confidence' }));
