@@ -487,6 +487,19 @@ struct Session::Run {
     backend.onText(delta, id, forced);
   }
 
+  // Whether the symbols of `ids`, one after another, are exactly the bytes of `text`.
+  static bool spells(const TokenTable& table, const std::vector<uint32_t>& ids, std::string_view text) {
+    size_t at = 0;
+    for (uint32_t id : ids) {
+      if (id >= table.vocabSize()) return false;
+      for (Symbol s : table.symbols(id)) {
+        if (isMarker(s) || at >= text.size() || s != static_cast<uint8_t>(text[at])) return false;
+        ++at;
+      }
+    }
+    return at == text.size();
+  }
+
   // The tokens of a forced fragment: whole UTF-8 characters through encode(raw), markers as their
   // ids, bytes of a cut character as byte pieces. A run whose encoding is not exactly its bytes (a
   // marker spelled inside a JSON string, which encode would read as the marker) is fed as bytes.
@@ -514,13 +527,11 @@ struct Session::Run {
         if (end > at) {
           const std::string_view run(bytes.data() + at, end - at);
           const std::vector<uint32_t> ids = backend.encode(run, true);
-          std::string spelled;
-          for (uint32_t id : ids) {
-            if (id >= table.vocabSize()) { spelled.clear(); break; }
-            for (Symbol s : table.symbols(id)) spelled += isMarker(s) ? std::string("\x01") : std::string(1, static_cast<char>(s));
+          if (spells(table, ids, run)) {
+            out.insert(out.end(), ids.begin(), ids.end());
+          } else {
+            for (char c : run) out.push_back(model.byteId(static_cast<uint8_t>(c)));
           }
-          if (spelled == run) out.insert(out.end(), ids.begin(), ids.end());
-          else for (char c : run) out.push_back(model.byteId(static_cast<uint8_t>(c)));
           at = end;
         } else {
           out.push_back(model.byteId(static_cast<uint8_t>(bytes[at])));
