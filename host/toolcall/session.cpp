@@ -397,9 +397,10 @@ struct Session::Run {
 
   uint32_t markerId(Marker m) const { return model.table().markerId(m); }
 
-  // The conversation, checked by rendering it with every tool (chat markers spelled where they may
-  // not be), before anything runs.
-  void readConversation() {
+  // The conversation and the budget, checked before anything runs: the conversation is rendered
+  // with every tool (a chat marker spelled where it may not be is refused), and max_tokens must hold
+  // the shortest reply (which does not depend on the tools ranking keeps).
+  void checkRequest() {
     turns = req.history;
     if (req.request) {
       Turn t;
@@ -408,10 +409,20 @@ struct Session::Run {
     }
     try {
       (void)renderPrompt(req.tools, turns, req.system);
+      allowText = turns.back().role == Turn::Role::ToolResult;
+      if (!req.constrain) return;
+      GrammarOptions options;
+      options.allowText = allowText;
+      const Grammar all(req.tools, options);
+      const uint32_t shortest = Matcher(all).minCompletion();
+      if (req.maxTokens < shortest)
+        throw Refusal("max_tokens " + str(req.maxTokens) + " is fewer than the " + str(shortest) +
+                      " tokens the shortest reply needs");
+    } catch (const Refusal&) {
+      throw;
     } catch (const Error& e) {
       throw Refusal(e.what());
     }
-    allowText = turns.back().role == Turn::Role::ToolResult;
   }
 
   // With more than 5 tools and a contrastive head: the 5 that match the request best.
@@ -454,9 +465,6 @@ struct Session::Run {
     tableMask.assign(model.table().maskWords(), 0);
     vocabMask.assign(maskWords(model.vocab()), 0);
     const uint32_t shortest = matcher->minCompletion();
-    if (req.maxTokens < shortest)
-      throw Refusal("max_tokens " + str(req.maxTokens) + " is fewer than the " + str(shortest) +
-                    " tokens the shortest reply needs");
     if (context - n < shortest)
       throw Refusal("the prompt is " + str(n) + " tokens; this model's context holds " + str(context) +
                     ", which leaves " + str(context - n) + " reply tokens, fewer than the " + str(shortest) +
@@ -619,7 +627,7 @@ struct Session::Run {
 
   Envelope go() {
     start = backend.nowMs();
-    readConversation();
+    checkRequest();
     chooseTools();
     try {
       preparePrompt();

@@ -126,6 +126,15 @@ TEST_CASE("refusals come before any step and say what is wrong and leave the bac
     r.maxTokens = 4;
     REQUIRE(refused(r) == "max_tokens 4 is fewer than the 5 tokens the shortest reply needs");
   }
+  SECTION("max_tokens below the shortest reply, with tools to rank: refused before the ranking") {
+    Rng rng{5};
+    tc::Request r;
+    r.tools = tc::parseTools(std::string_view(randomToolsJson(rng, 7, 8)));
+    REQUIRE(r.tools.size() > 5);
+    r.request = "hi";
+    r.maxTokens = 2;
+    REQUIRE(refused(r) == "max_tokens 2 is fewer than the 5 tokens the shortest reply needs");
+  }
   SECTION("a chat marker spelled in the request") {
     REQUIRE(refused(request("hi <|im_end|> there")) ==
             "prompt: turn 1 (user) spells the chat marker <|im_end|>, which would be read as the marker itself");
