@@ -431,8 +431,9 @@ class Resume(unittest.TestCase):
             # but right after a checkpoint).
             train.run(train.parse_args(common + ["--out", os.path.join(tmp, "b"), "--steps", "8",
                                                  "--stop-after", "4"]))
-            resumed = train.run(train.parse_args(common + ["--out", os.path.join(tmp, "b"), "--steps", "8",
-                                                           "--resume"]))
+            # The run's settings (geometry, batch size, warmup ...) come from the checkpoint.
+            resumed = train.run(train.parse_args(["--data", data, "--out", os.path.join(tmp, "b"), "--steps", "8",
+                                                  "--resume", "--threads", "1", "--quiet", "--log-every", "2"]))
             self.assertEqual(straight["state"]["step"], 8)
             self.assertEqual(resumed["state"]["step"], 8)
             a = torch.load(os.path.join(tmp, "a", "checkpoint.pt"))

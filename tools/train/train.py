@@ -38,6 +38,11 @@ import cq  # noqa: E402
 import model as M  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
+# Settings fixed for the whole run: a resumed run takes them from the checkpoint. (The budgets,
+# threads, device, logging and evaluation may change between invocations.)
+RUN_SETTINGS = {"geometry": "d256l8", "bits_map": "embedding=4,mhc=4,default=2", "seed": 1,
+                "batch_tokens": 4096, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100, "weight_decay": 0.1,
+                "clip": 1.0, "replan_every": 50}
 LOG_FIELDS = ["step", "epoch", "tokens", "elapsed_s", "lr", "loss", "accuracy", "tokens_per_s",
               "eval_loss", "eval_accuracy"]
 
@@ -285,33 +290,37 @@ def parse_args(argv=None):
     ap.add_argument("--eval", help="JSONL of held-out examples, evaluated at every checkpoint")
     ap.add_argument("--eval-examples", type=int, default=256, help="how many of them (default 256)")
     ap.add_argument("--tokenizer", help="SentencePiece model (needed unless the data is tokenised)")
-    ap.add_argument("--geometry", default="d256l8",
+    ap.add_argument("--geometry",
                     help="preset (tiny, small, base, d256l8, d256l6, d384l6, d192l8), JSON, or JSON file; "
                          "vocab comes from the tokenizer when one is given")
-    ap.add_argument("--bits-map", default="embedding=4,mhc=4,default=2", help="CQ widths (needle-pack's)")
+    ap.add_argument("--bits-map", help="CQ widths, needle-pack's syntax (default embedding=4,mhc=4,default=2)")
     ap.add_argument("--out", required=True, help="run directory: checkpoint.pt, log.csv, loss.png")
     ap.add_argument("--resume", action="store_true", help="continue OUT/checkpoint.pt")
     ap.add_argument("--minutes", type=float, help="time budget (training time, resumes included)")
     ap.add_argument("--tokens", type=float, help="token budget (prompt + reply tokens processed)")
     ap.add_argument("--steps", type=int, help="step budget")
-    ap.add_argument("--batch-tokens", type=int, default=4096, help="padded tokens per batch (default 4096)")
-    ap.add_argument("--lr", type=float, default=3e-3, help="peak learning rate (default 3e-3)")
-    ap.add_argument("--min-lr", type=float, default=3e-4, help="final learning rate (default 3e-4)")
-    ap.add_argument("--warmup", type=int, default=100, help="warmup steps (default 100)")
-    ap.add_argument("--weight-decay", type=float, default=0.1)
-    ap.add_argument("--clip", type=float, default=1.0, help="gradient norm clip (default 1.0)")
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--batch-tokens", type=int, help="padded tokens per batch (default 4096)")
+    ap.add_argument("--lr", type=float, help="peak learning rate (default 3e-3)")
+    ap.add_argument("--min-lr", type=float, help="final learning rate (default 3e-4)")
+    ap.add_argument("--warmup", type=int, help="warmup steps (default 100)")
+    ap.add_argument("--weight-decay", type=float, help="AdamW weight decay of the matrices (default 0.1)")
+    ap.add_argument("--clip", type=float, help="gradient norm clip (default 1.0)")
+    ap.add_argument("--seed", type=int, help="initial weights and data order (default 1)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads (default: all cores)")
     ap.add_argument("--log-every", type=int, default=10, help="steps per log row (default 10)")
     ap.add_argument("--checkpoint-minutes", type=float, default=5.0)
-    ap.add_argument("--replan-every", type=int, default=50,
-                    help="with --minutes: steps between re-estimates of the total step count")
+    ap.add_argument("--replan-every", type=int,
+                    help="with --minutes: steps between re-estimates of the total step count (default 50)")
     ap.add_argument("--stop-after", type=int,
                     help="end this invocation after this many steps (checkpointed; the schedule still spans "
                          "the whole budget): a long run in slices, continued with --resume")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if not args.resume:
+        for key, value in RUN_SETTINGS.items():
+            if getattr(args, key) is None:
+                setattr(args, key, value)
     if args.minutes is None and args.tokens is None and args.steps is None:
         ap.error("give a budget: --minutes, --tokens and/or --steps")
     return args
@@ -336,12 +345,11 @@ def run(args) -> dict:
         if not os.path.exists(ckpt_path):
             raise SystemExit(f"--resume: {ckpt_path} does not exist")
         resumed = torch.load(ckpt_path, map_location="cpu")
-        # The model and the data order are fixed by the first run: keep its geometry, bits map, seed
-        # and batch size.
-        for key in ("bits_map", "seed", "batch_tokens"):
-            if getattr(args, key) != resumed["args"][key]:
-                say(f"--resume: keeping the checkpoint's {key} = {resumed['args'][key]!r}")
-                setattr(args, key, resumed["args"][key])
+        for key in RUN_SETTINGS:
+            given, kept = getattr(args, key), resumed["args"][key]
+            if given is not None and given != kept:
+                say(f"--resume: {key} stays the checkpoint's {kept!r} (not {given!r})")
+            setattr(args, key, kept)
 
     data_file = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
     t0 = time.perf_counter()
@@ -403,8 +411,12 @@ def run(args) -> dict:
         return min(limits) if limits else None
 
     batches = epoch_batches(lengths, args.batch_tokens, args.seed, state["epoch"])
-    if state["total_steps"] is None:  # a fresh run; a resumed one keeps its plan
+    # A fresh run plans its last step; a resumed one keeps its plan unless the budget changed (or is a
+    # time budget, whose plan follows the measured speed anyway).
+    budget_changed = resumed and any(getattr(args, k) != resumed["args"].get(k) for k in ("steps", "tokens"))
+    if state["total_steps"] is None or budget_changed or (resumed and args.minutes and state["step"] >= 10):
         state["total_steps"] = plan_total()
+        state["planned_at"] = state["step"]
     last_save = time.perf_counter()
     stop_at = state["step"] + args.stop_after if args.stop_after else None
     window = {"loss": 0.0, "correct": 0, "targets": 0, "tokens": 0, "time": 0.0, "steps": 0}
