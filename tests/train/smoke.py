@@ -70,7 +70,7 @@ def main() -> int:
     result = train.run(train.parse_args([
         "--data", os.path.join(work, "train.jsonl"), "--geometry", "tiny", "--out", run_dir,
         "--steps", "30", "--batch-tokens", "1024", "--lr", "3e-3", "--min-lr", "1e-3", "--warmup", "5",
-        "--log-every", "5", "--quiet"]))
+        "--log-every", "5", "--threads", "1", "--quiet"]))
     losses = [float(r["loss"]) for r in result["rows"]]
     print(f"smoke: reply loss by 5 steps: {' '.join(f'{x:.3f}' for x in losses)}")
     if not (losses[-1] < 0.75 * losses[0]):

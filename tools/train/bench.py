@@ -11,6 +11,14 @@ alike; the first round (allocation, codebooks) is not counted. Printed per geome
 the best step as tokens/s, and the median process CPU time per step (threads together). On a
 shared machine the best step is the closest to the machine's own speed. --profile prints the top
 operators of one step of each.
+
+With --data, the geometries instead train side by side on the same real batches (warmup 30 steps,
+cosine over --steps, the train.py defaults otherwise), taking turns as above, and every --eval-every
+steps print their held-out reply loss and accuracy (--eval, first 128 examples) with the training
+time each has used: learning per step and per second, compared on an equally busy machine.
+
+    /usr/bin/python3 tools/train/bench.py d256l8 d256l6 d384l6 d192l8 --data build/train/data \
+        --tokenizer T.model --eval build/train/data/A.jsonl --steps 200 --eval-every 40
 """
 from __future__ import annotations
 
@@ -83,6 +91,45 @@ def run(args) -> list:
     return results
 
 
+def compare(args) -> None:
+    """Train the geometries side by side on real batches; print eval results as JSON lines."""
+    import sentencepiece as spm
+    cache = os.path.join(os.path.abspath(args.data), "cache") if os.path.isdir(args.data) else None
+    data = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
+    examples = train.load_examples(data, args.tokenizer, cache)
+    held_out = train.load_examples(args.eval, args.tokenizer, cache)[:128]
+    vocab = spm.SentencePieceProcessor(model_file=args.tokenizer).get_piece_size() if args.tokenizer else None
+    batches = train.epoch_batches(np.array([train.sequence_length(e) for e in examples]),
+                                  args.batch_tokens, 1, 0)
+    settings = argparse.Namespace(**train.RUN_SETTINGS)
+    runs = []
+    for name in args.geometries:
+        net = M.Needle2(M.geometry_from(name, vocab), cq.BitsMap.parse(args.bits_map), seed=1)
+        runs.append({"geometry": name, "net": net, "opt": train.make_optimizer(net, settings),
+                     "wall": 0.0, "cpu": 0.0})
+    for step in range(args.steps):
+        batch = train.make_batch(examples, batches[step % len(batches)], "cpu")
+        lr = train.learning_rate(step, args.steps, settings.lr, settings.min_lr, 30)
+        for r in runs:
+            w, c = time.perf_counter(), time.process_time()
+            for group in r["opt"].param_groups:
+                group["lr"] = lr
+            loss, _ = train.reply_loss(r["net"], batch)
+            r["opt"].zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(r["net"].parameters(), settings.clip)
+            r["opt"].step()
+            r["wall"] += time.perf_counter() - w
+            r["cpu"] += time.process_time() - c
+            r["loss"] = loss.item()
+        if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
+            for r in runs:
+                eval_loss, eval_acc = train.evaluate(r["net"], held_out, args.batch_tokens, "cpu")
+                print(json.dumps({"step": step + 1, "geometry": r["geometry"], "train_loss": round(r["loss"], 4),
+                                  "eval_loss": round(eval_loss, 4), "eval_accuracy": round(eval_acc, 4),
+                                  "train_s": round(r["wall"]), "cpu_s": round(r["cpu"])}), flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("geometries", nargs="+")
@@ -93,9 +140,18 @@ def main() -> int:
     ap.add_argument("--bits-map", default="embedding=4,mhc=4,default=2")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--data", help="train side by side on this data (train.py's --data) instead")
+    ap.add_argument("--tokenizer", help="with --data: the SentencePiece model")
+    ap.add_argument("--eval", help="with --data: held-out examples (JSONL)")
+    ap.add_argument("--eval-every", type=int, default=40)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
+    if args.data:
+        if not args.eval:
+            ap.error("--data needs --eval")
+        compare(args)
+        return 0
     for result in run(args):
         print(json.dumps(result), flush=True)
     return 0

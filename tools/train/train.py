@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """train.py: train a Needle 2 model (model.py) on tool-call examples, with CQ in the loop.
 
-    /usr/bin/python3 tools/train/train.py --data build/train/data --tokenizer build/train/tokenizer/needle.model \
-        --geometry d256l8 --bits-map 'embedding=4,mhc=4,default=2' --minutes 80 --out build/train/run
+    /usr/bin/python3 tools/train/train.py --data build/train/data
+        --tokenizer build/train/tokenizer/tokenizer.model --geometry d256l6
+        --bits-map 'embedding=4,mhc=4,default=2' --minutes 80 --out build/train/run
 
 The loss is cross-entropy on the reply tokens only (the prompt is context). Batches hold examples of
 similar length (bucketed) up to --batch-tokens padded tokens. AdamW, linear warmup then cosine decay
@@ -40,7 +41,7 @@ import model as M  # noqa: E402
 CHECKPOINT = "checkpoint.pt"
 # Settings fixed for the whole run: a resumed run takes them from the checkpoint. (The budgets,
 # threads, device, logging and evaluation may change between invocations.)
-RUN_SETTINGS = {"geometry": "d256l8", "bits_map": "embedding=4,mhc=4,default=2", "seed": 1,
+RUN_SETTINGS = {"geometry": "d256l6", "bits_map": "embedding=4,mhc=4,default=2", "seed": 1,
                 "batch_tokens": 4096, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100, "weight_decay": 0.1,
                 "clip": 1.0, "replan_every": 50}
 LOG_FIELDS = ["step", "epoch", "tokens", "elapsed_s", "lr", "loss", "accuracy", "tokens_per_s",
@@ -291,7 +292,8 @@ def parse_args(argv=None):
     ap.add_argument("--eval-examples", type=int, default=256, help="how many of them (default 256)")
     ap.add_argument("--tokenizer", help="SentencePiece model (needed unless the data is tokenised)")
     ap.add_argument("--geometry",
-                    help="preset (tiny, small, base, d256l8, d256l6, d384l6, d192l8), JSON, or JSON file; "
+                    help="preset (tiny, small, base, d256l8, d256l6, d384l6, d192l8; default d256l6), JSON, "
+                         "or JSON file; "
                          "vocab comes from the tokenizer when one is given")
     ap.add_argument("--bits-map", help="CQ widths, needle-pack's syntax (default embedding=4,mhc=4,default=2)")
     ap.add_argument("--out", required=True, help="run directory: checkpoint.pt, log.csv, loss.png")
