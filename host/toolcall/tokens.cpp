@@ -78,7 +78,8 @@ bool TokenTable::accept(Matcher& m, uint32_t id) const {
 
 Masker::Masker(const TokenTable& table, size_t memoLimit) : table_(table), memoLimit_(memoLimit) {}
 
-void Masker::walk(const Matcher& state, bool budget, uint32_t limit, uint32_t* bits) {
+void Masker::walk(const Matcher& state, bool budget, uint32_t limit, uint32_t* bits,
+                  std::vector<Raiser>* raisers) {
   std::memset(bits, 0, table_.maskWords() * sizeof(uint32_t));
   if (state.done()) return;
   const auto allow = [&](uint32_t id) { bits[id >> 5] |= uint32_t{1} << (id & 31); };
@@ -86,6 +87,13 @@ void Masker::walk(const Matcher& state, bool budget, uint32_t limit, uint32_t* b
   const std::vector<uint32_t>& tokens = table_.trieTokens();
   if (stack_.size() < table_.maxTokenBytes() + 1) stack_.assign(table_.maxTokenBytes() + 1, state);
   stack_[0] = state;
+  const uint32_t before = raisers ? state.minCompletion() : 0;
+  // Records the allowed tokens that leave the reply longer to finish than `state` does: the only
+  // ones a budget mask of this state can refuse (docs/toolcall.md, "Token masks").
+  const auto noteRaiser = [&](uint32_t id, const Matcher& after) {
+    const uint32_t cost = after.minCompletion();
+    if (cost > before) raisers->push_back(Raiser{id, cost});
+  };
   uint64_t visited = 0;
   for (uint32_t i = 1; i < trie.size();) {
     const TokenTable::TrieNode& node = trie[i];
@@ -97,28 +105,40 @@ void Masker::walk(const Matcher& state, bool budget, uint32_t limit, uint32_t* b
       continue;
     }
     if (node.tokenCount != 0 && (!budget || m.minCompletion() <= limit))
-      for (uint32_t k = 0; k < node.tokenCount; ++k) allow(tokens[node.firstToken + k]);
+      for (uint32_t k = 0; k < node.tokenCount; ++k) {
+        allow(tokens[node.firstToken + k]);
+        if (raisers) noteRaiser(tokens[node.firstToken + k], m);
+      }
     ++i;
   }
   stats_.nodesVisited += visited;
   for (uint32_t k = 0; k < kMarkerCount; ++k) {
     Matcher m = state;
-    if (m.advance(static_cast<Symbol>(kFirstMarker + k)) && (!budget || m.minCompletion() <= limit))
+    if (m.advance(static_cast<Symbol>(kFirstMarker + k)) && (!budget || m.minCompletion() <= limit)) {
       allow(table_.markerId(static_cast<Marker>(k)));
+      if (raisers) noteRaiser(table_.markerId(static_cast<Marker>(k)), m);
+    }
   }
 }
 
-void Masker::mask(const Matcher& state, uint32_t* bits) {
+const Masker::Entry& Masker::entry(const Matcher& state) {
   ++stats_.calls;
   const auto found = memo_.find(state);
   if (found != memo_.end()) {
     ++stats_.memoHits;
-    std::memcpy(bits, found->second.data(), table_.maskWords() * sizeof(uint32_t));
-    return;
+    return found->second;
   }
-  walk(state, false, 0, bits);
   if (memo_.size() >= memoLimit_) memo_.clear();
-  memo_.emplace(state, std::vector<uint32_t>(bits, bits + table_.maskWords()));
+  Entry e;
+  e.bits.resize(table_.maskWords());
+  e.before = state.minCompletion();
+  walk(state, false, 0, e.bits.data(), &e.raisers);
+  return memo_.emplace(state, std::move(e)).first->second;
+}
+
+void Masker::mask(const Matcher& state, uint32_t* bits) {
+  const Entry& e = entry(state);
+  std::memcpy(bits, e.bits.data(), table_.maskWords() * sizeof(uint32_t));
 }
 
 void Masker::budgetMask(const Matcher& state, uint32_t remainingTokens, uint32_t* bits) {
@@ -126,14 +146,25 @@ void Masker::budgetMask(const Matcher& state, uint32_t remainingTokens, uint32_t
     std::memset(bits, 0, table_.maskWords() * sizeof(uint32_t));
     return;
   }
+  const uint32_t limit = remainingTokens - 1;
   // No state needs more than completionBound() symbols, so with that many tokens left after this
   // one, every token the grammar allows still lets the reply finish.
-  if (remainingTokens - 1 >= state.completionBound()) {
+  if (limit >= state.completionBound()) {
     mask(state, bits);
     return;
   }
-  ++stats_.calls;
-  walk(state, true, remainingTokens - 1, bits);
+  // A token that leaves minCompletion at or below the state's own is refused only when the state
+  // itself cannot finish in time; otherwise the memoised mask less the raisers over the limit is the
+  // budget mask.
+  const Entry& e = entry(state);
+  if (e.before > limit) {
+    ++stats_.calls;
+    walk(state, true, limit, bits, nullptr);
+    return;
+  }
+  std::memcpy(bits, e.bits.data(), table_.maskWords() * sizeof(uint32_t));
+  for (const Raiser& r : e.raisers)
+    if (r.cost > limit) bits[r.id >> 5] &= ~(uint32_t{1} << (r.id & 31));
 }
 
 }  // namespace needle::toolcall

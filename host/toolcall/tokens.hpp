@@ -58,8 +58,11 @@ class Masker {
   void mask(const Matcher& state, uint32_t* bits);
   // As mask, but only tokens after which the reply can still finish in the tokens left:
   // minCompletion(after) <= remainingTokens - 1. While remainingTokens exceeds the grammar's
-  // completionBound() + 1 this is exactly mask(). Since byte pieces exist, a token that lowers
-  // minCompletion by one is always allowed, so a reply held to its budget always finishes in it.
+  // completionBound() + 1 this is exactly mask(). Below that it is the memoised mask less the
+  // state's "raisers" (tokens that lengthen the rest of the reply) whose cost is over the limit; only
+  // a state that cannot itself finish in time takes a fresh walk. Since byte pieces exist, a token
+  // that lowers minCompletion by one is always allowed, so a reply held to its budget always
+  // finishes in it.
   void budgetMask(const Matcher& state, uint32_t remainingTokens, uint32_t* bits);
 
   struct Stats {
@@ -69,12 +72,24 @@ class Masker {
   void clearMemo() { memo_.clear(); }
 
  private:
-  // The trie walk; with a budget, tokens must also leave minCompletion <= limit.
-  void walk(const Matcher& state, bool budget, uint32_t limit, uint32_t* bits);
+  // An allowed token after which the reply needs more symbols to finish than before it.
+  struct Raiser {
+    uint32_t id, cost;  // cost: minCompletion after the token
+  };
+  // What is memoised per state: its mask, its own minCompletion, and its raisers.
+  struct Entry {
+    std::vector<uint32_t> bits;
+    uint32_t before = 0;
+    std::vector<Raiser> raisers;
+  };
+  const Entry& entry(const Matcher& state);
+  // The trie walk; with a budget, tokens must also leave minCompletion <= limit. With `raisers`,
+  // every allowed token whose minCompletion after it exceeds the state's is recorded there.
+  void walk(const Matcher& state, bool budget, uint32_t limit, uint32_t* bits, std::vector<Raiser>* raisers);
 
   const TokenTable& table_;
   size_t memoLimit_;
-  std::unordered_map<Matcher, std::vector<uint32_t>, MatcherHash> memo_;
+  std::unordered_map<Matcher, Entry, MatcherHash> memo_;
   std::vector<Matcher> stack_;  // one matcher per trie depth
   Stats stats_;
 };
