@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""Tests of tools/train/decode.py: the incremental model and the tool-call session over ctypes.
+
+    /usr/bin/python3 tests/train/test_decode.py [--bin BUILD/bin] [--lib BUILD/lib] [--models BUILD/models]
+
+Checked, on random tiny models whose every tensor is off its initial value:
+- feeding a sequence token by token, and in uneven chunks, gives the full batched forward's logits
+  at every position (float weights against forward(qat=False); quantised against forward(qat=True,
+  exact=True)), maxRel = max|a - ref| / max|ref| within 1e-5;
+- with the quantised weights, the logits at every position equal `needle-ref --kv f32 --act f32` on
+  the archive needle-pack makes of the model (within 1e-5), also for a sequence longer than
+  kv_window with a sink (where the sink changes the logits, so the check can fail);
+- refusals (past max_seq_len, an id outside the vocabulary, an empty chunk) leave the state as it was;
+- through libneedle_toolcall.so, the quantised model in the C++ session gives the envelope that
+  `needle-run --act f32 --kv f32 --batch` gives on the packed archive (prompt ids, reply ids, calls,
+  text) for several requests; a refused request gets status 1 and the session's message; a failing
+  callback gets status 2 and its exception re-raised.
+The session tests need BUILD/models/needle-test.model (scripts/make-test-models.sh).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "train"))
+
+import cq  # noqa: E402
+import decode  # noqa: E402
+import model as M  # noqa: E402
+import parity  # noqa: E402
+
+BUILD = os.environ.get("NEEDLE_BUILD_DIR", os.path.join(ROOT, "build"))
+PATHS = {"bin": os.path.join(BUILD, "bin"), "lib": os.path.join(BUILD, "lib"),
+         "models": os.path.join(BUILD, "models")}
+TOLERANCE = 1e-5
+BITS_MAP = "embedding=4,mhc=4,default=2"
+
+
+def random_model(geometry, seed: int = 1) -> M.Needle2:
+    """A model whose every tensor is off its initial value (so no check passes by symmetry): the CQ
+    matrices scaled up, every other tensor moved by N(0, 0.2^2)."""
+    net = M.Needle2(M.geometry_from(geometry), cq.BitsMap.parse(BITS_MAP), seed=seed)
+    cq_matrices = {"embedding", *M.LAYER_CQ, *M.MHC_CQ, "engram_tables", "engram_key_proj", "engram_value_proj"}
+    gen = torch.Generator().manual_seed(seed + 100)
+    with torch.no_grad():
+        for name, p in net.named_parameters():
+            if name in cq_matrices:
+                p.mul_(3.0)
+            else:
+                p.add_(0.2 * torch.randn(p.shape, generator=gen))
+    return net
+
+
+def max_rel(a: torch.Tensor, ref: torch.Tensor) -> float:
+    a, ref = torch.as_tensor(a, dtype=torch.float32), torch.as_tensor(ref, dtype=torch.float32)
+    return float((a - ref).abs().max() / ref.abs().max())
+
+
+def logits_fed(session: decode.DecodeSession, ids: list, chunks: list, sink: int = 0) -> dict:
+    """Feeds `ids` in chunks of the given lengths after reset(sink): {last position of a chunk: logits}."""
+    session.reset(sink)
+    out, start = {}, 0
+    for n in chunks:
+        session.feed(ids[start:start + n])
+        start += n
+        out[start - 1] = session.logits.clone()
+    assert start == len(ids), "the chunks must cover the sequence"
+    return out
+
+
+class Incremental(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        torch.manual_seed(0)
+        cls.net = random_model("tiny")
+        cls.g = cls.net.g
+        gen = torch.Generator().manual_seed(7)
+        cls.ids = torch.randint(0, cls.g.vocab, (60,), generator=gen).tolist()
+        cls.long = torch.randint(0, cls.g.vocab, (cls.g.kv_window * 3 + 5,), generator=gen).tolist()
+
+    def full(self, ids, weights, sink=0):
+        with torch.no_grad():
+            return self.net(torch.tensor([ids]), sink=sink, qat=weights == "quantised", exact=True)[0]
+
+    def check_against_forward(self, ids, chunks, sink=0):
+        for weights in decode.WEIGHTS:
+            full = self.full(ids, weights, sink)
+            fed = logits_fed(decode.DecodeSession(self.net, weights), ids, chunks, sink)
+            worst = max(max_rel(logits, full[p]) for p, logits in fed.items())
+            self.assertLess(worst, TOLERANCE, f"{weights} weights, chunks {chunks[:6]}...: maxRel {worst:.2e}")
+
+    def test_token_by_token_equals_the_full_forward(self):
+        self.check_against_forward(self.ids, [1] * len(self.ids))
+
+    def test_chunks_equal_the_full_forward(self):
+        self.check_against_forward(self.ids, [1, 2, 17, 1, 3, 30, 6])
+
+    def test_longer_than_the_window_with_and_without_a_sink(self):
+        chunks = [40, 1, 1, 30, 1, 7, 20] + [1] * (len(self.long) - 100)
+        self.check_against_forward(self.long, chunks, sink=0)
+        self.check_against_forward(self.long, chunks, sink=6)
+        # The sink does change the logits past the window (so the checks above can tell them apart).
+        self.assertGreater(max_rel(self.full(self.long, "float", 6)[-1], self.full(self.long, "float", 0)[-1]), 1e-2)
+
+    def test_float_and_quantised_weights_differ(self):
+        a = logits_fed(decode.DecodeSession(self.net, "float"), self.ids, [len(self.ids)])
+        b = logits_fed(decode.DecodeSession(self.net, "quantised"), self.ids, [len(self.ids)])
+        self.assertGreater(max_rel(a[len(self.ids) - 1], b[len(self.ids) - 1]), 1e-3)
+
+    def test_logits_only_when_asked(self):
+        s = decode.DecodeSession(self.net, "float")
+        s.feed(self.ids[:5], want_logits=False)
+        self.assertIsNone(s.logits)
+        s.feed(self.ids[5:6])
+        self.assertLess(max_rel(s.logits, self.full(self.ids[:6], "float")[5]), TOLERANCE)
+
+    def test_refusals_leave_the_state_unchanged(self):
+        s = decode.DecodeSession(self.net, "float")
+        s.feed(self.ids[:10])
+        before = s.logits.clone()
+        with self.assertRaisesRegex(ValueError, "token id 512 is outside the vocabulary of 512"):
+            s.feed([5, 512])
+        with self.assertRaisesRegex(ValueError, r"positions 10\.\.256 pass max_seq_len 256"):
+            s.feed([5] * (self.g.max_seq_len - 9))
+        with self.assertRaisesRegex(ValueError, "no ids"):
+            s.feed([])
+        with self.assertRaisesRegex(ValueError, "weights must be one of"):
+            decode.DecodeSession(self.net, "int8")
+        self.assertEqual(s.position, 10)
+        self.assertTrue(torch.equal(s.logits, before))
+        s.feed(self.ids[10:20])
+        self.assertLess(max_rel(s.logits, self.full(self.ids[:20], "float")[19]), TOLERANCE)
+
+    def test_quantised_weights_equal_needle_ref_at_every_position(self):
+        bin_dir = PATHS["bin"]
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = os.path.join(tmp, "tiny.cact")
+            parity.pack(bin_dir, self.net, BITS_MAP, archive)
+            session = decode.DecodeSession(self.net, "quantised")
+            cases = [(self.ids, 0, [1] * len(self.ids)),
+                     (self.long, 0, [50] + [1] * (len(self.long) - 50)),
+                     (self.long, 4, [3, 60] + [1] * (len(self.long) - 63))]
+            for ids, sink, chunks in cases:
+                ref = parity.reference_logits(bin_dir, archive, ids, self.g.vocab, sink)
+                fed = logits_fed(session, ids, chunks, sink)
+                worst = max(max_rel(logits, ref[p]) for p, logits in fed.items())
+                self.assertLess(worst, TOLERANCE, f"{len(ids)} tokens, sink {sink}: maxRel {worst:.2e}")
+
+
+TOOLS = [
+    {"name": "set_timer", "description": "Start a countdown timer.",
+     "parameters": {"type": "object", "properties": {"minutes": {"type": "integer", "minimum": 1, "maximum": 600},
+                                                     "label": {"type": "string", "maxLength": 12}},
+                    "required": ["minutes"]}},
+    {"name": "get_weather", "description": "Get the current weather.",
+     "parameters": {"type": "object", "properties": {"location": {"type": "string", "maxLength": 10},
+                                                     "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                    "required": ["location"]}},
+    {"name": "lights.toggle", "description": "Turn the lights on or off.",
+     "parameters": {"type": "object", "properties": {"room": {"type": "string", "enum": ["kitchen", "hall"]},
+                                                     "on": {"type": "boolean"}}, "required": ["room", "on"]}},
+]
+# Greedy and sampled (the session samples from the backend's logits with the engine's sampler).
+REQUESTS = [
+    {"tools": TOOLS, "request": "Set a pasta timer for 12 minutes", "max_tokens": 40},
+    {"tools": TOOLS, "request": "How's the sky looking over Kyiv?", "system": "locale: en-GB", "max_tokens": 40,
+     "temperature": 1, "seed": 3},
+    {"tools": TOOLS[2:], "request": "Kitchen lights off, please", "max_tokens": 40, "temperature": 1, "seed": 1},
+    {"tools": TOOLS[:2], "request": "Zoë asks: what's the weather in 北京?", "max_tokens": 48,
+     "temperature": 1, "top_k": 40, "seed": 7},
+    {"tools": TOOLS, "request": "Timer, 5 minutes", "max_tokens": 48, "temperature": 1.5, "seed": 11},
+]
+
+
+class Session(unittest.TestCase):
+    """The C++ session with a DecodeSession backend, against needle-run on the packed archive."""
+
+    @classmethod
+    def setUpClass(cls):
+        spm = os.path.join(PATHS["models"], "needle-test.model")
+        if not os.path.exists(spm):
+            raise AssertionError(f"{spm} is missing: run scripts/make-test-models.sh BUILD")
+        cls.tmp = tempfile.TemporaryDirectory()
+        # The tiny geometry with the test tokenizer's 8192 pieces (the session's mask is vocab wide).
+        cls.net = random_model('{"base": "tiny", "vocab": 8192}', seed=2)
+        cls.archive = os.path.join(cls.tmp.name, "tiny-spm.cact")
+        parity.pack(PATHS["bin"], cls.net, BITS_MAP, cls.archive, spm)
+        cls.model = decode.ToolcallModel(os.path.join(PATHS["lib"], "libneedle_toolcall.so"),
+                                         decode.archive_tokenizer_blob(cls.archive), cls.net.g)
+        cls.session = decode.DecodeSession(cls.net, "quantised")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.model.close()
+        cls.tmp.cleanup()
+
+    def needle_run(self, requests: list, *flags) -> list:
+        batch = os.path.join(self.tmp.name, "requests.jsonl")
+        with open(batch, "w", encoding="utf-8") as f:
+            for r in requests:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        run = subprocess.run([parity.tool(PATHS["bin"], "needle-run"), "--archive", self.archive, "--batch", batch,
+                              *flags], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        return [json.loads(line) for line in run.stdout.splitlines()]
+
+    def test_envelopes_equal_needle_run_in_f32(self):
+        expected = self.needle_run(REQUESTS, "--act", "f32", "--kv", "f32")
+        for request, want in zip(REQUESTS, expected):
+            status, got = self.model.complete(request, self.session)
+            self.assertEqual(status, decode.NEEDLE_TC_OK)
+            for key in ("type", "success", "error", "function_calls", "text", "prompt_tokens", "pinned_tokens",
+                        "generated_tokens", "forced_tokens", "reply_ids"):
+                self.assertEqual(got[key], want[key], f"{request['request']!r}: {key}")
+            self.assertEqual(got["confidence"], None)
+            self.assertGreater(got["peak_memory_bytes"], 0)
+        self.assertGreater(sum(len(e["reply_ids"]) for e in expected), 4 * 10)
+
+    def test_the_prompt_is_the_rendered_template(self):
+        status, got = self.model.complete({"tools": TOOLS[:1], "request": "hi", "max_tokens": 5}, self.session)
+        self.assertEqual(status, decode.NEEDLE_TC_OK)
+        self.assertEqual(got["text"], "<tool_call>[]</tool_call><|im_end|>")
+        self.assertEqual(got["function_calls"], [])
+        import sentencepiece as spm
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(PATHS["models"], "needle-test.model"))
+        tools_json = json.dumps(TOOLS[:1], separators=(",", ":"))
+        prompt = f"<|im_start|>user\n<tools>{tools_json}</tools>\nhi<|im_end|>\n<|im_start|>assistant\n"
+        # The backend was fed the prompt first, then the reply but its last token.
+        want = [2] + sp.encode(prompt)
+        self.assertEqual(got["prompt_tokens"], len(want))
+        fed = self.session.tokens[:self.session.position].tolist()
+        self.assertEqual(fed, want + got["reply_ids"][:-1])
+        self.assertEqual(got["pinned_tokens"], want.index(sp.piece_to_id("</tools>")) + 1)
+        self.assertEqual(self.session.sink, got["pinned_tokens"])
+
+    def test_a_refused_request_gets_the_message(self):
+        status, got = self.model.complete({"tools": TOOLS, "request": "x", "temprature": 1}, self.session)
+        self.assertEqual(status, decode.NEEDLE_TC_REFUSED)
+        self.assertFalse(got["success"])
+        self.assertEqual(got["error"], 'request: unknown key "temprature"')
+        bad = [{"name": "t", "parameters": {"type": "object", "properties": {"p": {"type": "string",
+                                                                               "pattern": "x"}}}}]
+        status, got = self.model.complete({"tools": bad, "request": "x"}, self.session)
+        self.assertEqual(status, decode.NEEDLE_TC_REFUSED)
+        self.assertEqual(got["error"], 'tool "t" parameter "p": "pattern" is not supported')
+
+    def test_a_failing_callback_is_reported_and_the_handle_keeps_working(self):
+        class Broken(decode.DecodeSession):
+            def feed(self, ids, want_logits=True):
+                raise RuntimeError("no model here")
+        broken = Broken(self.net, "quantised")
+        with self.assertRaisesRegex(decode.BackendError, "no model here"):
+            self.model.complete(REQUESTS[0], broken)
+        status, got = self.model.complete(REQUESTS[2], self.session)
+        self.assertEqual(status, decode.NEEDLE_TC_OK)
+        self.assertEqual(got["reply_ids"], self.needle_run(REQUESTS[2:3], "--act", "f32", "--kv", "f32")[0]["reply_ids"])
+
+    def test_a_bad_tokenizer_blob_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "needle_tc_model_new: "):
+            decode.ToolcallModel(os.path.join(PATHS["lib"], "libneedle_toolcall.so"), b"not a tokenizer", self.net.g)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    for key in PATHS:
+        flag = f"--{key}"
+        if flag in argv:
+            k = argv.index(flag)
+            PATHS[key] = argv[k + 1]
+            del argv[k:k + 2]
+    torch.set_num_threads(1)
+    program = unittest.main(argv=[sys.argv[0], *argv], exit=False)
+    return 0 if program.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
