@@ -11,6 +11,8 @@ Checked, on random tiny models whose every tensor is off its initial value:
   the archive needle-pack makes of the model (within 1e-5), also for a sequence longer than
   kv_window with a sink (where the sink changes the logits, so the check can fail);
 - refusals (past max_seq_len, an id outside the vocabulary, an empty chunk) leave the state as it was;
+- evaluate.py: its exact-match metric, and a whole evaluation (four engines, three small splits) whose
+  figures follow from the envelopes it wrote;
 - through libneedle_toolcall.so, the quantised model in the C++ session gives the envelope that
   `needle-run --act f32 --kv f32 --batch` gives on the packed archive (prompt ids, reply ids, calls,
   text) for several requests; a refused request gets status 1 and the session's message; a failing
@@ -263,6 +265,102 @@ class Session(unittest.TestCase):
     def test_a_bad_tokenizer_blob_is_refused(self):
         with self.assertRaisesRegex(ValueError, "needle_tc_model_new: "):
             decode.ToolcallModel(os.path.join(PATHS["lib"], "libneedle_toolcall.so"), b"not a tokenizer", self.net.g)
+
+
+class ExactMatch(unittest.TestCase):
+    """evaluate.py's metric: the same calls in order, arguments as JSON values (numbers by value)."""
+
+    def same(self, a: str, b: str) -> bool:
+        import evaluate
+        return evaluate.exact_match(evaluate.parse_exact(a), evaluate.parse_exact(b))
+
+    def test_what_counts_as_the_same_call(self):
+        gold = '[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta","loud":true}}]'
+        self.assertTrue(self.same(gold, gold))
+        self.assertTrue(self.same('[{"arguments":{"label":"pasta","loud":true,"minutes":60.0},"name":"set_timer"}]', gold))
+        self.assertTrue(self.same('[{"name":"set_timer","arguments":{"minutes":6e1,"label":"pasta","loud":true}}]', gold))
+        self.assertTrue(self.same("[]", "[]"))
+        for other in ('[{"name":"set_timer","arguments":{"minutes":"60","label":"pasta","loud":true}}]',
+                      '[{"name":"set_timer","arguments":{"minutes":60,"label":"Pasta","loud":true}}]',
+                      '[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta ","loud":true}}]',
+                      '[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta","loud":1}}]',
+                      '[{"name":"set_timer","arguments":{"minutes":60.000001,"label":"pasta","loud":true}}]',
+                      '[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta"}}]',
+                      '[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta","loud":true,"x":null}}]',
+                      '[{"name":"setTimer","arguments":{"minutes":60,"label":"pasta","loud":true}}]',
+                      '[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta","loud":true},"id":1}]',
+                      '[]', gold[:-1] + "," + gold[1:]):
+            self.assertFalse(self.same(other, gold), other)
+        self.assertFalse(self.same('[{"name":"set_timer","arguments":{"minutes":1}}]', '[{"name":"set_timer","arguments":{"minutes":true}}]'))
+        self.assertFalse(self.same('[{"name":"a","arguments":{"v":0}}]', '[{"name":"a","arguments":{"v":false}}]'))
+        # 17 significant digits: compared as decimals, not as the nearest doubles
+        self.assertFalse(self.same('[{"name":"a","arguments":{"v":0.10000000000000001}}]', '[{"name":"a","arguments":{"v":0.1}}]'))
+        self.assertTrue(self.same('[{"name":"a","arguments":{"v":[1,2.50]}}]', '[{"name":"a","arguments":{"v":[1.0,2.5]}}]'))
+        self.assertFalse(self.same('[{"name":"a","arguments":{"v":[2.5,1]}}]', '[{"name":"a","arguments":{"v":[1,2.5]}}]'))
+        two = '[{"name":"a","arguments":{}},{"name":"b","arguments":{}}]'
+        self.assertFalse(self.same('[{"name":"b","arguments":{}},{"name":"a","arguments":{}}]', two))
+
+    def test_the_request_of_an_example(self):
+        import evaluate
+        ex = {"tools": TOOLS[:1], "query": "Set a timer", "system": "", "calls": []}
+        self.assertEqual(evaluate.request_of(ex, 99), {"tools": TOOLS[:1], "request": "Set a timer", "max_tokens": 99})
+        ex["system"] = "locale: en-GB"
+        self.assertEqual(evaluate.request_of(ex, 99)["system"], "locale: en-GB")
+
+
+class Evaluation(unittest.TestCase):
+    """evaluate.py end to end on a random tiny model: a checkpoint, its archive, three small splits."""
+
+    def test_every_engine_answers_every_request_and_the_figures_follow_from_the_envelopes(self):
+        import evaluate
+        spm = os.path.join(PATHS["models"], "needle-test.model")
+        net = random_model('{"base": "tiny", "vocab": 8192}', seed=4)
+        with tempfile.TemporaryDirectory() as tmp:
+            checkpoint = os.path.join(tmp, "checkpoint.pt")
+            torch.save({"model": net.state_dict(), "geometry": json.loads(net.g.to_json()), "bits_map": BITS_MAP},
+                       checkpoint)
+            archive = os.path.join(tmp, "model.cact")
+            parity.pack(PATHS["bin"], net, BITS_MAP, archive, spm)
+            data = os.path.join(tmp, "data")
+            os.makedirs(data)
+            gold = {"A": [{"name": "set_timer", "arguments": {"minutes": 12}}],
+                    "B": [{"name": "lights.toggle", "arguments": {"room": "hall", "on": False}}], "C": []}
+            for split, calls in gold.items():
+                with open(os.path.join(data, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+                    for k, query in enumerate(["Set a pasta timer for 12 minutes", "Hall lights off", "hi"]):
+                        ex = {"id": f"{split}-{k:06d}", "split": split, "family": "timer", "system": "" if k else "x",
+                              "tools": TOOLS, "query": query, "calls": calls}
+                        f.write(json.dumps(ex) + "\n")
+            out = os.path.join(tmp, "eval")
+            build = os.path.dirname(PATHS["bin"])
+            argv = ["--archive", archive, "--checkpoint", checkpoint, "--data", data, "--build", build, "--out", out,
+                    "--count", "2", "--max-tokens", "24", "--tokenizer", spm, "--threads", "1",
+                    "--engines", "float,needle-run,wasm,needle-run-f32"]
+            import contextlib
+            import io
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                self.assertEqual(evaluate.main(argv), 0)
+            self.assertIn("needle-run = wasm: calls 6/6 (100.0%)", printed.getvalue())
+            with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
+                results = json.load(f)
+            self.assertEqual(results["engines"], ["float", "needle-run", "wasm", "needle-run-f32"])
+            self.assertEqual(results["agreement"]["reply_ids"]["count"], 6)
+            self.assertEqual(results["prompt_ids_as_trained"]["total"], 6)
+            wrong = {e: sum(e in m["wrong_in"] for m in results["mismatches"]) for e in results["engines"]}
+            for engine in results["engines"]:
+                with open(os.path.join(out, f"envelopes-{engine}.jsonl"), encoding="utf-8") as f:
+                    envelopes = [json.loads(line) for line in f]
+                self.assertEqual(len(envelopes), 6)
+                right = 0
+                for k, envelope in enumerate(envelopes):
+                    right += envelope["function_calls"] == gold["ABC"[k // 2]]
+                figures = results["exact_match"][engine]
+                self.assertEqual([figures[s]["exact"]["total"] for s in "ABC"], [2, 2, 2])
+                self.assertEqual(sum(figures[s]["exact"]["count"] for s in "ABC"), right, engine)
+                self.assertEqual(wrong[engine], 6 - right, engine)
+                self.assertGreater(results["timing"][engine]["mean_prompt_tokens"], 0)
+            self.assertTrue(os.path.exists(os.path.join(out, "mismatches.md")))
+            self.assertEqual(results["archive"]["bytes"], os.path.getsize(archive))
 
 
 def main() -> int:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# eval.sh [evaluate.py options]: `npm run eval`, exact-match accuracy of our trained model on the
+# held-out splits A, B and C in every engine (docs/evaluation.md).
+#
+# Builds what the evaluation runs, in the build directory (NEEDLE_BUILD_DIR, default build): needle-run,
+# libneedle_toolcall.so (the float model's session), engine.wasm and the tool-call module
+# (toolcall.mjs + toolcall.wasm); then runs tools/train/evaluate.py, whose defaults are what
+# scripts/train.sh makes (build/train/needlework-tools.cact, build/train/run/checkpoint.pt,
+# build/train/data, build/train/tokenizer/tokenizer.model). Results: build/eval/results.json and
+# build/eval/mismatches.md. Options go to evaluate.py: `npm run eval -- --count 100`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${NEEDLE_BUILD_DIR:-build}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+bash scripts/setup.sh
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$jobs" --target needle-run needle_toolcall
+bash scripts/build-engine.sh "$build/engine.wasm"
+JOBS=$jobs bash scripts/build-toolcall-wasm.sh "$build"
+exec /usr/bin/python3 tools/train/evaluate.py --build "$build" "$@"
