@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# train.sh [--install] [train.py options]: `npm run train`, our Needle 2 model from scratch, resumable.
+# docs/training.md (the trainer), docs/training-data.md (the data), docs/evaluation.md (npm run eval).
+#
+# Stages, in order; each is skipped when its output is newer than its inputs, and each prints its time:
+#   tools      needle-pack, needle-info, needle-ref and libneedle_toolcall.so in the build directory
+#   data       tools/train/data.py --seed 1 --train 200000 --eval 1000        -> build/train/data/
+#   tokenizer  tools/train/tokenizer.py --vocab 4096                           -> build/train/tokenizer/
+#   train      tools/train/train.py --geometry d256l6 --bits-map 'embedding=4,mhc=4,default=4'
+#              --minutes 80 --eval A.jsonl                                     -> build/train/run/
+#              With a checkpoint there, --resume continues it; a finished run is skipped unless
+#              train.py options are given (`npm run train -- --device cuda`, `-- --minutes 120`
+#              extends the run: docs/training.md). The checkpoint is never older than the data: a run
+#              on other data stops with a message instead of being resumed.
+#   export     tools/train/export.py                                           -> build/train/run/model.safetensors
+#   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
+#              then needle-info loads it
+#   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
+#              examples of A and a sequence longer than kv_window, without and with a sink
+#                                                                              -> build/train/parity.json
+#   install    only with --install: the archive copied to models/needlework-tools.cact
+#
+# Environment: NEEDLE_BUILD_DIR (default build), NEEDLE_TRAIN_DIR (default build/train). For a quick
+# trial of the script itself: NEEDLE_TRAIN_EXAMPLES / NEEDLE_EVAL_EXAMPLES (the data sizes) and
+# NEEDLE_TRAIN_MINUTES (the budget); the defaults are the shipped model's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${NEEDLE_BUILD_DIR:-build}
+work=${NEEDLE_TRAIN_DIR:-build/train}
+python=/usr/bin/python3
+jobs=$(nproc 2>/dev/null || echo 2)
+
+seed=1
+train_examples=${NEEDLE_TRAIN_EXAMPLES:-200000}
+eval_examples=${NEEDLE_EVAL_EXAMPLES:-1000}
+vocab=4096
+geometry=d256l6
+bits_map='embedding=4,mhc=4,default=4'
+minutes=${NEEDLE_TRAIN_MINUTES:-80}
+
+install=0
+train_options=()
+for arg in "$@"; do
+  case "$arg" in
+    --install) install=1 ;;
+    *) train_options+=("$arg") ;;
+  esac
+done
+
+data="$work/data"
+tokenizer="$work/tokenizer/tokenizer.model"
+run="$work/run"
+checkpoint="$run/checkpoint.pt"
+weights="$run/model.safetensors"
+archive="$work/needlework-tools.cact"
+parity="$work/parity.json"
+
+die() {
+  echo "train: $*" >&2
+  exit 1
+}
+
+# up_to_date OUTPUT INPUT...: OUTPUT exists and is newer than every INPUT.
+up_to_date() {
+  local output=$1 input
+  shift
+  [ -e "$output" ] || return 1
+  for input in "$@"; do
+    [ "$output" -nt "$input" ] || return 1
+  done
+}
+
+# stage NAME COMMAND...: runs COMMAND (its output shown), then prints the time it took. COMMAND runs
+# in a subshell with errexit on (a function's failing step fails the stage; `cmd || die` would not).
+stage() {
+  local name=$1 start end status
+  shift
+  echo "== train: $name"
+  start=$(date +%s)
+  set +e
+  (set -e; "$@")
+  status=$?
+  set -e
+  [ $status = 0 ] || die "$name failed (exit status $status)"
+  end=$(date +%s)
+  printf 'train: %-10s %6d s\n' "$name" $((end - start))
+}
+
+skipped() {
+  printf 'train: %-10s skipped (%s is up to date)\n' "$1" "$2"
+}
+
+# --- tools ---------------------------------------------------------------------------------------
+build_tools() {
+  bash scripts/setup.sh
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build" -j"$jobs" --target needle-pack needle-info needle-ref needle_toolcall
+}
+stage tools build_tools
+bin="$build/bin"
+
+# --- data ----------------------------------------------------------------------------------------
+data_code=(tools/train/data.py tools/train/families.py tools/train/slots.py tools/train/invented.py
+           tools/train/wordlists.py tools/train/schema.py tools/train/render.py)
+if up_to_date "$data/train.jsonl" "${data_code[@]}" && up_to_date "$data/C.jsonl" "${data_code[@]}"; then
+  skipped data "$data"
+else
+  stage data "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" \
+    --out "$data"
+fi
+
+# --- tokenizer -----------------------------------------------------------------------------------
+if up_to_date "$tokenizer" "$data/train.jsonl" tools/train/tokenizer.py; then
+  skipped tokenizer "$tokenizer"
+else
+  stage tokenizer "$python" tools/train/tokenizer.py --data "$data" --vocab "$vocab" --out "$work/tokenizer"
+fi
+
+# --- train ---------------------------------------------------------------------------------------
+# finished CHECKPOINT: the run spent its own budget (the planned last step, its minutes, tokens or steps).
+finished() {
+  "$python" - "$1" <<'EOF'
+import sys, torch
+saved = torch.load(sys.argv[1], map_location="cpu")
+state, args = saved["state"], saved["args"]
+done = (state["total_steps"] is not None and state["step"] >= state["total_steps"]) \
+    or bool(args.get("minutes") and state["elapsed"] >= args["minutes"] * 60) \
+    or bool(args.get("tokens") and state["tokens"] >= args["tokens"]) \
+    or bool(args.get("steps") and state["step"] >= args["steps"])
+sys.exit(0 if done else 1)
+EOF
+}
+train_command=("$python" tools/train/train.py --data "$data" --tokenizer "$tokenizer" --geometry "$geometry"
+               --bits-map "$bits_map" --minutes "$minutes" --eval "$data/A.jsonl" --out "$run")
+if [ -e "$checkpoint" ]; then
+  up_to_date "$checkpoint" "$data/train.jsonl" "$tokenizer" ||
+    die "$checkpoint is older than the data or the tokenizer: it was trained on other data. Remove $run to train again."
+  if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint"; then
+    skipped train "$checkpoint"
+  else
+    stage train "${train_command[@]}" --resume "${train_options[@]}"
+  fi
+else
+  stage train "${train_command[@]}" "${train_options[@]}"
+fi
+
+# --- export, pack --------------------------------------------------------------------------------
+if up_to_date "$weights" "$checkpoint" tools/train/export.py; then
+  skipped export "$weights"
+else
+  stage export "$python" tools/train/export.py --checkpoint "$checkpoint" -o "$weights"
+fi
+
+pack() {
+  "$bin/needle-pack" --safetensors "$weights" --bits-map "$bits_map" --spm "$tokenizer" -o "$archive.tmp"
+  "$bin/needle-info" "$archive.tmp" > "$work/needle-info.txt"
+  sed -n 1,2p "$work/needle-info.txt"
+  mv "$archive.tmp" "$archive"
+}
+if up_to_date "$archive" "$weights" "$tokenizer" "$bin/needle-pack"; then
+  skipped pack "$archive"
+else
+  stage pack pack
+fi
+
+# --- parity --------------------------------------------------------------------------------------
+check_parity() {
+  "$python" tools/train/parity.py --checkpoint "$checkpoint" --bin "$bin" --data "$data/A.jsonl" \
+    --tokenizer "$tokenizer" --count 3 --long | tee "$parity.log"
+  tail -n 1 "$parity.log" > "$parity"
+  rm "$parity.log"
+}
+if up_to_date "$parity" "$archive" "$bin/needle-ref"; then
+  skipped parity "$parity"
+else
+  stage parity check_parity
+fi
+
+# --- install -------------------------------------------------------------------------------------
+if [ $install = 1 ]; then
+  mkdir -p models
+  if cmp -s "$archive" models/needlework-tools.cact; then
+    echo "train: models/needlework-tools.cact is already this archive"
+  else
+    cp "$archive" models/needlework-tools.cact.tmp
+    mv models/needlework-tools.cact.tmp models/needlework-tools.cact
+    echo "train: installed models/needlework-tools.cact"
+  fi
+fi
+echo "train: $archive ($(stat -c %s "$archive") bytes, sha256 $(sha256sum "$archive" | cut -c1-16)...)"
