@@ -100,20 +100,66 @@ stage tools build_tools
 bin="$build/bin"
 
 # --- data ----------------------------------------------------------------------------------------
+# The data and the tokenizer are made again when their code is newer than their stamp (the time they
+# were last made or confirmed), unless a checkpoint was trained on them: the trained model decides
+# what its data is. They are made into a new directory first: when the result has the same bytes as
+# what is there, the old files are kept with their times, so that an edit that does not change the
+# output does not make the tokenizer and the checkpoint look stale. PYTHONHASHSEED is fixed because
+# data.py's output depends on Python's string hashing (set iteration order): without it, two runs
+# with the same --seed give different bytes.
+export PYTHONHASHSEED=0
+
+# keep_or_replace NEW OLD FILE...: OLD stays when every FILE is the same in NEW and OLD; else NEW
+# replaces OLD.
+keep_or_replace() {
+  local new=$1 old=$2 f same=1
+  shift 2
+  if [ -d "$old" ]; then
+    for f in "$@"; do cmp -s "$new/$f" "$old/$f" || same=0; done
+  else
+    same=0
+  fi
+  if [ $same = 1 ]; then
+    echo "train: $old came out the same; kept as it is"
+    rm -rf "$new"
+  else
+    rm -rf "$old.old"
+    if [ -d "$old" ]; then mv "$old" "$old.old"; fi
+    mv "$new" "$old"
+    rm -rf "$old.old"
+  fi
+}
+
 data_code=(tools/train/data.py tools/train/families.py tools/train/slots.py tools/train/invented.py
            tools/train/wordlists.py tools/train/schema.py tools/train/render.py)
-if up_to_date "$data/train.jsonl" "${data_code[@]}" && up_to_date "$data/C.jsonl" "${data_code[@]}"; then
+make_data() {
+  rm -rf "$data.new"
+  "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" --out "$data.new"
+  keep_or_replace "$data.new" "$data" train.jsonl A.jsonl B.jsonl C.jsonl manifest.json stats.json
+  touch "$work/data.stamp"
+}
+if up_to_date "$work/data.stamp" "${data_code[@]}" && [ -e "$data/train.jsonl" ]; then
   skipped data "$data"
+elif [ -e "$data/train.jsonl" ] && [ "$checkpoint" -nt "$data/train.jsonl" ]; then
+  echo "train: data       kept: $checkpoint was trained on it (to make it again, remove $work)"
 else
-  stage data "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" \
-    --out "$data"
+  mkdir -p "$work"
+  stage data make_data
 fi
 
 # --- tokenizer -----------------------------------------------------------------------------------
-if up_to_date "$tokenizer" "$data/train.jsonl" tools/train/tokenizer.py; then
+make_tokenizer() {
+  rm -rf "$work/tokenizer.new"
+  "$python" tools/train/tokenizer.py --data "$data" --vocab "$vocab" --out "$work/tokenizer.new"
+  keep_or_replace "$work/tokenizer.new" "$work/tokenizer" tokenizer.model
+  touch "$work/tokenizer.stamp"
+}
+if up_to_date "$work/tokenizer.stamp" "$data/train.jsonl" tools/train/tokenizer.py && [ -e "$tokenizer" ]; then
   skipped tokenizer "$tokenizer"
+elif [ -e "$tokenizer" ] && [ "$checkpoint" -nt "$tokenizer" ] && [ "$tokenizer" -nt "$data/train.jsonl" ]; then
+  echo "train: tokenizer  kept: $checkpoint was trained with it (to make it again, remove $work)"
 else
-  stage tokenizer "$python" tools/train/tokenizer.py --data "$data" --vocab "$vocab" --out "$work/tokenizer"
+  stage tokenizer make_tokenizer
 fi
 
 # --- train ---------------------------------------------------------------------------------------

@@ -337,8 +337,10 @@ class ToolcallModel:
     def check_tools(self, tools_json: str) -> str:
         return self._take_string(self.lib.needle_tc_check_tools(tools_json.encode("utf-8")))
 
-    def complete(self, request, session: DecodeSession) -> tuple[int, dict]:
-        """request: a dict (written as JSON) or JSON text."""
+    def complete(self, request, session: DecodeSession, pin: bool = True) -> tuple[int, dict]:
+        """request: a dict (written as JSON) or JSON text. pin=False resets the session with no pinned
+        positions whatever the session asks (attention over the window only, as in training: a
+        diagnostic; the engines always pin the tools block)."""
         if session.g.vocab != self.vocab:
             raise ValueError(f"the session's vocab {session.g.vocab} is not the handle's {self.vocab}")
         text = request if isinstance(request, str) else json.dumps(request, ensure_ascii=False)
@@ -357,7 +359,7 @@ class ToolcallModel:
             return call
 
         def reset(_user, sink):
-            session.reset(sink)
+            session.reset(sink if pin else 0)
             return 0
 
         def feed(_user, ids, n, want_logits):
