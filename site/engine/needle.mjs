@@ -296,6 +296,9 @@ export class NeedleEngine {
   // ToolcallError; the engine works as before either way. stop() ends the reply after its current
   // token (the envelope is then that of the reply so far).
   async complete(request, { onText = null } = {}) {
+    // Stop is cleared here, when the request is made, not when the driver starts it: a stop() right
+    // after complete() (Stop pressed just after Send) still ends this request.
+    Atomics.store(new Int32Array(this.memory.buffer), this.constant('ADDR_STOP') >> 2, 0);
     await this.toolcallReady();
     const r = await this.call('complete', { request, stream: !!onText },
       { onEvent: onText ? (m) => onText({ text: m.text, token: m.token, forced: m.forced }) : null });

@@ -164,6 +164,10 @@ function engineBackend(streamId) {
       try {
         const ids = m.HEAPU32.slice(idsAt >> 2, (idsAt >> 2) + n);
         for (let i = 0; i < n; i++) {
+          // Stop during a long feed (the prompt's prefill) skips the rest of it: the session checks
+          // stop_requested before its next token and ends the reply there, so the positions left
+          // out are never read (docs/engine.md, "Tool calls").
+          if (i > 0 && Atomics.load(i32(), ex.ADDR_STOP.value >> 2)) return 0;
           const rc = ex.step(ids[i], wantLogits && i + 1 === n ? 1 : 0);
           if (rc) return engineCode(`step at position ${field('ADDR_POS')} (token ${ids[i]})`, rc);
         }
@@ -229,7 +233,7 @@ function errorNameOf(code) {
 // failure's engine error too.
 function complete({ request, stream = false }, streamId) {
   const model = toolcallModel();
-  Atomics.store(i32(), ex.ADDR_STOP.value >> 2, 0);
+  // (the Stop flag was cleared by NeedleEngine.complete when it posted this request)
   const backend = engineBackend(stream ? streamId : null);
   const json = typeof request === 'string' ? request : JSON.stringify(request);
   const r = tc.complete(model, json, backend.functions, tcHeads !== 0);
