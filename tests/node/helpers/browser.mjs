@@ -13,12 +13,14 @@ try { playwright = await import(process.env.NEEDLE_PLAYWRIGHT ?? 'playwright-cor
 export const browserMissing = !playwright ? 'needs playwright-core' : !fs.existsSync(chromium) ? 'needs Chromium' : false;
 
 // Runs body(context) in a fresh persistent browser context; closes it and removes its profile after.
-export async function withBrowser(body) {
+// `options`: more launchPersistentContext options (viewport, serviceWorkers, ...); `args`: more
+// command-line flags.
+export async function withBrowser(body, { args = [], ...options } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'needle-chromium-'));
   const context = await playwright.chromium.launchPersistentContext(dir, {
-    executablePath: chromium, headless: true,
+    executablePath: chromium, headless: true, ...options,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-           '--disable-component-update', '--disable-sync'],
+           '--disable-component-update', '--disable-sync', ...args],
   });
   try {
     return await body(context);
