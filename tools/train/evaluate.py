@@ -506,15 +506,23 @@ def main(argv=None) -> int:
     outputs, walls, prompts = {}, {}, None
     # Phase 1: needle-run and wasm side by side.
     jobs = [start_batch(e, args, requests_path) for e in ("needle-run", "wasm") if e in args.engines]
-    for job in jobs:
-        outputs[job["engine"]], walls[job["engine"]] = finish_batch(job, len(requests))
-    # Phase 2: the float model (in this process), with needle-run-f32 beside it.
-    f32 = start_batch("needle-run-f32", args, requests_path) if "needle-run-f32" in args.engines else None
-    for engine in floats:
-        outputs[engine], walls[engine], fed = run_float(args, requests, 1 if f32 else args.threads, engine)
-        prompts = prompts or fed
-    if f32:
-        outputs["needle-run-f32"], walls["needle-run-f32"] = finish_batch(f32, len(requests))
+    try:
+        for job in jobs:
+            outputs[job["engine"]], walls[job["engine"]] = finish_batch(job, len(requests))
+        # Phase 2: the float model (in this process), with needle-run-f32 beside it.
+        if "needle-run-f32" in args.engines:
+            jobs.append(start_batch("needle-run-f32", args, requests_path))
+        for engine in floats:
+            threads = 1 if "needle-run-f32" in args.engines else args.threads
+            outputs[engine], walls[engine], fed = run_float(args, requests, threads, engine)
+            prompts = prompts or fed
+        if "needle-run-f32" in args.engines:
+            outputs["needle-run-f32"], walls["needle-run-f32"] = finish_batch(jobs[-1], len(requests))
+    finally:
+        for job in jobs:  # a failure leaves no engine running
+            if job["process"].poll() is None:
+                job["process"].kill()
+                job["process"].wait()
     outputs = {e: outputs[e] for e in ENGINES if e in outputs}
 
     results = {"archive": file_facts(args.archive),
