@@ -37,9 +37,13 @@ N_TRAIN = 6000
 N_EVAL = 400
 
 
+GROUP = 4
+
+
 def setUpModule():
-    global SPLITS
+    global SPLITS, GROUPED
     SPLITS = data.generate(SEED, N_TRAIN, N_EVAL)
+    GROUPED = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP)
 
 
 def family_of_tool():
@@ -330,6 +334,163 @@ class Holdouts(unittest.TestCase):
         for split, examples in SPLITS.items():
             for ex in examples:
                 self.assertEqual(owner.setdefault(ex["query"], split), split, ex["query"])
+
+
+def groups_of(examples):
+    out = {}
+    for ex in examples:
+        out.setdefault(ex["group"], []).append(ex)
+    return list(out.values())
+
+
+class Grouped(unittest.TestCase):
+    """data.py --group: training examples in groups that share tools and system turn."""
+
+    def test_group_1_is_the_ungrouped_data_byte_for_byte(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            outs = []
+            for extra in ([], ["--group", "1"]):
+                out = os.path.join(tmp, str(len(outs)))
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    self.assertEqual(data.main(["--seed", "5", "--train", "800", "--eval", "100", "--out", out] + extra), 0)
+                files = {}
+                for name in sorted(os.listdir(out)):
+                    with open(os.path.join(out, name), "rb") as f:
+                        files[name] = f.read()
+                outs.append(files)
+            self.assertEqual(outs[0], outs[1])
+            self.assertNotIn(b'"group"', outs[0]["train.jsonl"])
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_groups_share_tools_and_system_and_differ_in_requests(self):
+        train = GROUPED["train"]
+        self.assertEqual(len(train), N_TRAIN)
+        self.assertEqual([ex["id"] for ex in train], [f"train-{i:06d}" for i in range(N_TRAIN)])
+        self.assertEqual(data.check_splits(GROUPED), [])
+        groups = groups_of(train)
+        self.assertEqual([g[0]["group"] for g in groups], list(range(len(groups))))
+        self.assertEqual(sum(len(g) for g in groups), N_TRAIN, "a group's lines are consecutive")
+        sizes = [len(g) for g in groups]
+        self.assertLessEqual(max(sizes), GROUP)
+        self.assertGreater(sum(sizes) / len(sizes), 3.7)
+        for g in groups:
+            for ex in g:
+                self.assertEqual(list(ex), data.KEYS + ["group"])
+                self.assertIs(ex["tools"], g[0]["tools"])
+                self.assertEqual(ex["system"], g[0]["system"])
+            self.assertEqual(len({ex["query"] for ex in g}), len(g))
+            calls = [json.dumps(ex["calls"]) for ex in g if ex["calls"]]
+            self.assertEqual(len(set(calls)), len(calls))
+
+    def test_requests_call_other_tools_while_the_set_has_unused_ones(self):
+        fam = family_of_tool()
+        kind = lambda name: "family" if name in fam else "invented"  # noqa: E731
+        gen = data.Generator(SEED)
+        shared = 0
+        for _ in range(500):
+            group = gen.make_group("train", GROUP)
+            if group is None:
+                continue
+            callers = {}
+            for ex in group:
+                for name in {c["name"] for c in ex["calls"]}:
+                    callers[name] = callers.get(name, 0) + 1
+            for name, n in callers.items():
+                if n > 1:
+                    # A tool that two requests call: every tool of its kind in the set is called.
+                    shared += 1
+                    same_kind = {t["name"] for t in group[0]["tools"] if kind(t["name"]) == kind(name)}
+                    self.assertLessEqual(same_kind, set(callers), [ex["query"] for ex in group])
+        self.assertGreater(shared, 10)
+
+    def test_shares_stay_those_of_the_ungrouped_split(self):
+        stats = data.statistics(GROUPED)["train"]
+        self.assertTrue(0.08 <= stats["share_no_call"] <= 0.12, stats["share_no_call"])
+        self.assertTrue(0.035 <= stats["share_two_calls"] <= 0.065, stats["share_two_calls"])
+        self.assertTrue(0.25 <= stats["share_invented_target"] <= 0.36, stats["share_invented_target"])
+        self.assertTrue(0.1 <= stats["share_system"] <= 0.25, stats["share_system"])
+        self.assertEqual(set(stats["tools_per_prompt"]), {"1", "2", "3", "4", "5", "6"})
+        self.assertLess(stats["mean_tools"], 4.0)  # the set keeps about make()'s size (3.3)
+        self.assertEqual(stats["groups"], len(groups_of(GROUPED["train"])))
+
+    def test_every_request_fits_exactly_its_tools(self):
+        fam = family_of_tool()
+        for ex in GROUPED["train"]:
+            offered = [fam.get(t["name"], "invented") for t in ex["tools"]]
+            for call in ex["calls"]:
+                self.assertIsNone(schema.validate_call(call, ex["tools"]), ex["id"])
+            if not ex["calls"]:
+                if ex["family"] not in ("invented", "chitchat"):
+                    banned = data.excluded_families(ex["family"], True)
+                    self.assertFalse(set(offered) & banned, ex["id"])
+                if ex["family"] == "chitchat":
+                    self.assertNotIn("web_search", offered, ex["id"])
+                continue
+            for call in ex["calls"]:
+                f = fam.get(call["name"], "invented")
+                if f != "invented":
+                    # No other tool of its family, nor of a conflicting one, is offered.
+                    others = [o for t, o in zip(ex["tools"], offered) if t["name"] != call["name"]]
+                    self.assertFalse(set(others) & data.excluded_families(f, False), ex["id"])
+
+    def test_holdouts_and_held_out_splits(self):
+        for split in ("A", "B", "C"):
+            self.assertTrue(all("group" not in ex for ex in GROUPED[split]))
+        train_queries = "\n".join(ex["query"] for ex in GROUPED["train"]).lower()
+        for frag in data.HELD_FRAGMENTS:
+            self.assertNotIn(frag, train_queries)
+        combos = {frozenset(t["name"] for t in ex["tools"]) for ex in GROUPED["train"]}
+        for ex in GROUPED["A"]:
+            self.assertNotIn(frozenset(t["name"] for t in ex["tools"]), combos)
+        self.assertFalse({t["name"] for ex in GROUPED["train"] for t in ex["tools"]} & F.B_TOOL_NAMES)
+
+    def test_determinism(self):
+        again = data.generate(SEED, 600, 50, group=GROUP)
+        self.assertEqual(json.dumps(again), json.dumps(data.generate(SEED, 600, 50, group=GROUP)))
+        self.assertNotEqual(json.dumps(again["train"]), json.dumps(data.generate(SEED + 1, 600, 50, group=GROUP)["train"]))
+        # A shorter split ends with a cut group; the groups before it are the same.
+        short = data.generate(SEED, 40, 10, group=GROUP)["train"]
+        whole = [ex for ex in short if ex["group"] < short[-1]["group"]]
+        self.assertGreater(len(whole), 30)
+        self.assertEqual(GROUPED["train"][:len(whole)], whole)
+
+    def test_each_group_check_catches_its_violation(self):
+        def problems_after(mutate):
+            splits = {k: copy.deepcopy(v) for k, v in GROUPED.items()}
+            mutate(splits["train"], splits)
+            return "\n".join(data.check_groups(splits))
+
+        first = groups_of(GROUPED["train"])[0]
+        n = len(first)
+
+        def other_tools(train, _):
+            train[1]["tools"] = train[1]["tools"][::-1]
+        self.assertIn("group 0: its system turn or tools differ", problems_after(other_tools))
+
+        def out_of_order(train, _):
+            train[n - 1], train[n] = train[n], train[n - 1]
+        self.assertIn("groups are numbered 0, 1, 2", problems_after(out_of_order))
+
+        def repeated(train, _):
+            train[1]["query"] = train[0]["query"]
+        self.assertIn("a request is repeated", problems_after(repeated))
+
+        def same_calls(train, _):
+            k = next(i for i in range(n) if train[i]["calls"])
+            j = next(i for i in range(n) if i != k)
+            train[j]["calls"] = copy.deepcopy(train[k]["calls"])
+        self.assertIn("two requests have the same calls", problems_after(same_calls))
+
+        def missing(train, _):
+            del train[5]["group"]
+        self.assertIn("train-000005: no group", problems_after(missing))
+
+        def in_a(_, splits):
+            splits["A"][0]["group"] = 0
+        self.assertIn("a split-A example has a group", problems_after(in_a))
+        self.assertEqual(problems_after(lambda *_: None), "")
 
 
 class Conventions(unittest.TestCase):

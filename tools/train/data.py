@@ -11,6 +11,11 @@ manifest.json (what is held out) into --out. Everything follows from --seed.
   B      the families held out whole (families.B_FAMILIES): tools and words never in train
   C      requests that no offered tool fits (answer [])
 
+With --group K the training examples come in groups of up to K that share one prompt's tools and
+system turn, with different requests (Generator.make_group); each line carries its group's number in
+"group" and a group's lines are consecutive. A, B and C are made as without it. --group 1 (the
+default) is the ungrouped data, byte for byte.
+
 The splits are checked before anything is written (check_splits); a failed check is an error.
 """
 
@@ -154,6 +159,55 @@ def trie_regex(strings):
 HELD_FRAGMENTS = held_fragments()
 HELD_FRAGMENT_RE = trie_regex(set(HELD_FRAGMENTS))
 
+VARIANTS = {v.name: v for f in F.FAMILIES for v in f.variants}  # tool name -> its family's Variant
+MAX_TOOLS = 6  # tools per prompt
+
+
+# --- groups: several requests against one tool set (--group) ---------------------------------------
+
+class ToolSet:
+    """The shared prompt of a group (data.py --group): its system turn and tools, where each tool came
+    from (a family's Variant or an InventedTool), which tools the group's requests already call, and
+    every clause so far with whether it is a [] request (the rules a tool added later must keep)."""
+
+    def __init__(self, spec, example, clauses, origins):
+        self.spec = spec
+        self.system = example["system"]
+        self.tools = list(example["tools"])
+        self.origins = {t["name"]: origins[t["name"]] for t in self.tools}
+        self.used = {c["name"] for c in example["calls"]}
+        self.clauses = list(clauses)
+
+    def kind_of(self, tool):
+        return "invented" if isinstance(self.origins[tool["name"]], I.InventedTool) else "family"
+
+    def families(self):
+        return {o.family.name for o in self.origins.values() if isinstance(o, F.Variant)}
+
+    def keys(self):
+        return {o.key if isinstance(o, I.InventedTool) else o.name for o in self.origins.values()}
+
+    def fits_nothing(self, clause):
+        """Whether no tool of the set fits `clause` as a [] request: none of its family's, a
+        conflicting or a near family's (excluded_families), nor an invented tool of its key."""
+        banned = excluded_families(clause.family, True)
+        return not (self.families() & banned) and clause.key not in self.keys()
+
+    def may_add(self, origin):
+        """Whether a tool of `origin` may join the set: one tool per family, no family that conflicts
+        with one in the set or is excluded by a clause of the group (for a [] request its near
+        families too), no invented tool whose verb and noun a request of the group already names."""
+        if isinstance(origin, I.InventedTool):
+            return origin.key not in self.keys() and all(origin.key != c.key for c, _ in self.clauses)
+        name = origin.family.name
+        return (name not in self.families()
+                and not any(name in excluded_families(f, False) for f in self.families())
+                and not any(name in excluded_families(c.family, none) for c, none in self.clauses))
+
+    def add(self, tool, origin, position):
+        self.tools.insert(position, tool)
+        self.origins[tool["name"]] = origin
+
 
 # --- the generator -------------------------------------------------------------------------------
 
@@ -262,6 +316,7 @@ class Generator:
         rng = self.rng
         k = weighted(rng, (1, 2, 3, 4, 5, 6), TOOL_COUNT_WEIGHTS)
         tools, names, keys, fams = [], set(), set(), set()
+        self.origins = {}  # tool name -> its Variant or InventedTool (make_group draws requests for it)
         for c in clauses:
             keys.add(c.key)
         for c in offered:
@@ -269,6 +324,7 @@ class Generator:
                 tools.append(c.tool)
                 names.add(c.tool["name"])
                 fams.add(c.family)
+                self.origins[c.tool["name"]] = c.inv if c.inv is not None else VARIANTS[c.key]
         k = max(k, len(tools))
         banned = set()
         for c in clauses:
@@ -285,19 +341,20 @@ class Generator:
                 # A near miss: another tool with the same verb or the same noun.
                 base = pick(rng, invented)
                 inv = I.invent(rng, vocab, verb=base.verb) if rng.random() < 0.5 else I.invent(rng, vocab, noun=base.noun)
-                tool, key, fam = inv.tool(), inv.key, "invented"
+                tool, key, fam, origin = inv.tool(), inv.key, "invented", inv
             elif r < 0.55:
                 inv = I.invent(rng, vocab)
-                tool, key, fam = inv.tool(), inv.key, "invented"
+                tool, key, fam, origin = inv.tool(), inv.key, "invented", inv
             else:
                 g = F.BY_NAME[pick(rng, near)] if near and rng.random() < 0.3 else pick(rng, spec.distractor_families)
                 if g.name in banned or g.name in fams or any(g.name in F.BY_NAME[f].conflicts for f in fams if f in F.BY_NAME):
                     continue
                 v = pick(rng, g.variants)
-                tool, key, fam = v.tool(rng), v.name, g.name
+                tool, key, fam, origin = v.tool(rng), v.name, g.name, v
             if tool["name"] in names or key in keys:
                 continue
             tools.append(tool)
+            self.origins[tool["name"]] = origin
             names.add(tool["name"])
             keys.add(key)
             if fam != "invented":
@@ -318,11 +375,10 @@ class Generator:
             return self.family_clause(pick(rng, F.B_FAMILIES), False, False)
         return self.family_clause(pick(rng, F.TRAIN_FAMILIES), spec.held_templates, spec.held_values)
 
-    def make(self, split):
-        """One example for `split`, or None (the caller tries again)."""
-        rng = self.rng
-        spec = SPECS[split]
-        r = rng.random()
+    def draw_shape(self, split):
+        """A request's shape ("one", "two" calls or "none") and the clause kinds it draws from, with
+        their weights: the split's shares (docs/training-data.md)."""
+        r = self.rng.random()
         if split == "train":
             shape = "two" if r < 0.05 else "none" if r < 0.15 else "one"
             kinds = ("invented", "family") if shape != "none" else ("family", "invented", "chitchat")
@@ -336,6 +392,13 @@ class Generator:
         else:
             shape = "none"
             kinds, weights = ("family", "B", "invented", "chitchat"), (35, 25, 20, 20)
+        return shape, kinds, weights
+
+    def make(self, split):
+        """One example for `split`, or None (the caller tries again)."""
+        rng = self.rng
+        spec = SPECS[split]
+        shape, kinds, weights = self.draw_shape(split)
         first = self.pick_clause(spec, weighted(rng, kinds, weights))
         if shape == "two":
             # Both clauses of a two-call request are imperative (questions do not join).
@@ -381,16 +444,149 @@ class Generator:
         if not tools:
             return None
         system = self.system() if rng.random() < SYSTEM_P else ""
+        self.last_clauses = [(c, shape == "none") for c in clauses]
         return {"id": "", "split": split, "family": family, "system": system, "tools": tools,
                 "query": query, "calls": calls}
+
+
+    # groups (data.py --group)
+
+    def make_group(self, split, size):
+        """Up to `size` training examples that share one prompt's system turn and tools (the same
+        objects, in the same order), or None. The first is make()'s example. Every further one draws
+        its shape and clause kinds as make() does, so the split's shares of [] requests, two-call
+        requests and invented tools stay; a request that calls a tool calls one of the set that no
+        earlier request of the group calls when there is one (clause_for_set: the set keeps about the
+        size make() drew); a [] request is one that no tool of the set fits. A draw that cannot be
+        placed is dropped, as is one that repeats a request or the calls of another, so a group may be
+        smaller than `size`. The order is shuffled."""
+        if split != "train":
+            raise ValueError(f"make_group: groups are made for the training split only, not {split!r}")
+        first = self.make(split)
+        if first is None:
+            return None
+        group = ToolSet(SPECS[split], first, self.last_clauses, self.origins)
+        members = [first]
+        for _ in range(size - 1):
+            made = self.group_member(group)
+            if made is None:
+                continue
+            ex, clauses = made
+            if all(ex["query"] != m["query"] and (not ex["calls"] or ex["calls"] != m["calls"]) for m in members):
+                members.append(ex)
+                group.used.update(c["name"] for c in ex["calls"])
+                group.clauses += [(c, not ex["calls"]) for c in clauses]
+        for ex in members:
+            ex["tools"] = group.tools
+        self.rng.shuffle(members)
+        return members
+
+    def group_member(self, group):
+        """One more request against `group`'s tools (make_group): (example, its clauses), or None."""
+        rng, spec = self.rng, group.spec
+        shape, kinds, weights = self.draw_shape(spec.name)
+        if shape == "none":
+            for _ in range(20):
+                clause = self.pick_clause(spec, weighted(rng, kinds, weights))
+                if group.fits_nothing(clause):
+                    break
+            else:
+                return None
+            clauses, calls, query = [clause], [], self.single_text(clause)
+        elif shape == "one":
+            clause = self.clause_for_set(group, weighted(rng, kinds, weights))
+            if clause is None:
+                return None
+            clauses, calls, query = [clause], [clause.call], self.single_text(clause)
+        else:
+            # Two imperative clauses: the same tool twice (a quarter of family requests), or tools of
+            # two families (a family and an invented tool, or two families), as make() draws them.
+            first = self.clause_for_set(group, weighted(rng, kinds, weights), imperative=True)
+            if first is None:
+                return None
+            if rng.random() < 0.25 and first.family in F.BY_NAME:
+                second = self.family_clause(F.BY_NAME[first.family], spec.held_templates, spec.held_values,
+                                            variant=first.key)
+                if second.call == first.call or second.template.kind != "imp":
+                    return None
+                second.tool = first.tool
+            else:
+                for _ in range(20):
+                    kind = weighted(rng, kinds, weights)
+                    if kind != first.family:
+                        break
+                else:
+                    return None
+                second = self.clause_for_set(group, kind, imperative=True, besides=first.tool["name"])
+                if second is None:
+                    return None
+            clauses, calls = [first, second], [first.call, second.call]
+            query = self.two_text(first, second)
+        if query is None:
+            return None
+        return {"id": "", "split": spec.name, "family": "+".join(c.family for c in clauses),
+                "system": group.system, "tools": group.tools, "query": query, "calls": calls}, clauses
+
+    def clause_for_set(self, group, kind, imperative=False, besides=None):
+        """A clause of `kind` ("family" or "invented") that calls a tool of the set other than
+        `besides`: one that no request of the group calls yet; else, when the set has no tool of the
+        kind, a new one (add_to_set); else one that another request calls (with other values). The
+        set thus keeps about the size make() drew for it. None when nothing works."""
+        rng, spec = self.rng, group.spec
+        of_kind = [t for t in group.tools if group.kind_of(t) == kind and t["name"] != besides]
+        free = [t for t in of_kind if t["name"] not in group.used]
+        if free:
+            tool = pick(rng, free)
+        elif of_kind:
+            tool = pick(rng, of_kind)
+        else:
+            tool = self.add_to_set(group, kind)
+        if tool is None:
+            return None
+        origin = group.origins[tool["name"]]
+        for _ in range(20):
+            if kind == "invented":
+                t, values, args = I.request(rng, self.vocab[spec.invented_held], origin, spec.held_templates)
+                clause = Clause("invented", tool, origin.key, t, values, {"name": origin.name, "arguments": args},
+                                origin)
+            else:
+                clause = self.family_clause(origin.family, spec.held_templates, spec.held_values,
+                                            variant=origin.name)
+                clause.tool = tool
+            if not imperative or clause.template.kind == "imp":
+                return clause
+        return None
+
+    def add_to_set(self, group, kind):
+        """A new tool of `kind` in the set at a random place, within MAX_TOOLS and ToolSet.may_add's
+        rules; None when none is found."""
+        rng, spec = self.rng, group.spec
+        if len(group.tools) >= MAX_TOOLS:
+            return None
+        names = {t["name"] for t in group.tools}
+        for _ in range(20):
+            if kind == "invented":
+                origin = I.invent(rng, self.vocab[spec.invented_held])
+                tool = origin.tool()
+            else:
+                origin = pick(rng, pick(rng, F.TRAIN_FAMILIES).variants)
+                tool = origin.tool(rng)
+            if tool["name"] not in names and group.may_add(origin):
+                group.add(tool, origin, int(rng.random() * (len(group.tools) + 1)))
+                return tool
+        return None
 
 
 def example_key(ex):
     return (ex["system"], ex["query"], tuple(t["name"] for t in ex["tools"]))
 
 
-def generate(seed, n_train, n_eval, log=None):
-    """{split: [example]} for all four splits, checked."""
+def generate(seed, n_train, n_eval, log=None, group=1):
+    """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
+    groups of up to `group` that share their tools and system turn (Generator.make_group), each line
+    with its group's number in "group"; the other splits are made as with group 1."""
+    if group < 1:
+        raise ValueError(f"generate: group {group} must be at least 1")
     gen = Generator(seed)
     counts = {"train": n_train, "A": n_eval, "B": n_eval, "C": n_eval}
     seen_keys = set()
@@ -400,36 +596,45 @@ def generate(seed, n_train, n_eval, log=None):
     for split in SPLITS:
         out = []
         rejected = Counter()
+        grouped = split == "train" and group > 1
+        groups = 0
         while len(out) < counts[split]:
-            ex = gen.make(split)
-            if ex is None:
+            made = gen.make_group(split, min(group, counts[split] - len(out))) if grouped else [gen.make(split)]
+            if made is None or made == [None]:
                 rejected["unfillable"] += 1
                 continue
-            key = example_key(ex)
-            if key in seen_keys:
-                rejected["duplicate"] += 1
-                continue
-            q = ex["query"]
-            owner = query_split.get(q)
-            if owner is not None and owner != split:
-                rejected["query in another split"] += 1
-                continue
-            combo = frozenset(t["name"] for t in ex["tools"])
-            if split == "train":
-                if HELD_FRAGMENT_RE.search(q.lower()):
-                    rejected["held-out phrasing"] += 1
+            kept = 0
+            for ex in made:
+                key = example_key(ex)
+                if key in seen_keys:
+                    rejected["duplicate"] += 1
                     continue
-                train_combos.add(combo)
-            elif split == "A" and combo in train_combos:
-                rejected["tool combination seen in train"] += 1
-                continue
-            seen_keys.add(key)
-            query_split[q] = split
-            ex["id"] = f"{split}-{len(out):06d}"
-            out.append(ex)
+                q = ex["query"]
+                owner = query_split.get(q)
+                if owner is not None and owner != split:
+                    rejected["query in another split"] += 1
+                    continue
+                combo = frozenset(t["name"] for t in ex["tools"])
+                if split == "train":
+                    if HELD_FRAGMENT_RE.search(q.lower()):
+                        rejected["held-out phrasing"] += 1
+                        continue
+                    train_combos.add(combo)
+                elif split == "A" and combo in train_combos:
+                    rejected["tool combination seen in train"] += 1
+                    continue
+                seen_keys.add(key)
+                query_split[q] = split
+                ex["id"] = f"{split}-{len(out):06d}"
+                if grouped:
+                    ex["group"] = groups
+                out.append(ex)
+                kept += 1
+            groups += kept > 0
         splits[split] = out
         if log:
-            log(f"data: {split}: {len(out)} examples ({dict(rejected) or 'none'} rejected)")
+            extra = f", {groups} groups" if grouped else ""
+            log(f"data: {split}: {len(out)} examples{extra} ({dict(rejected) or 'none'} rejected)")
     problems = check_splits(splits)
     if problems:
         raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -462,8 +667,8 @@ def check_example(ex, checked_tools=None):
     result) skips tool definitions already checked: family tools are shared objects."""
     problems = []
     where = ex.get("id", "?")
-    if list(ex) != KEYS:
-        return [f"{where}: keys {list(ex)} are not {KEYS}"]
+    if list(ex) != KEYS and list(ex) != KEYS + ["group"]:
+        return [f"{where}: keys {list(ex)} are not {KEYS} (and optionally \"group\")"]
     if not 1 <= len(ex["tools"]) <= 6:
         problems.append(f"{where}: {len(ex['tools'])} tools")
     names = [t["name"] for t in ex["tools"]]
@@ -499,6 +704,44 @@ def check_example(ex, checked_tools=None):
     return problems
 
 
+def check_groups(splits):
+    """The rules of grouped training data (--group): only the training split has "group"; then every
+    line has it, its value is the group's number (0, 1, 2 ... with each group's lines consecutive),
+    and a group's examples share their system turn and tools, and differ in their requests and,
+    where they call tools, in their calls."""
+    problems = []
+    for split, examples in splits.items():
+        grouped = [ex for ex in examples if "group" in ex]
+        if not grouped:
+            continue
+        if split != "train":
+            problems.append(f"{grouped[0]['id']}: a split-{split} example has a group (only train is grouped)")
+            continue
+        if len(grouped) != len(examples):
+            missing = next(ex for ex in examples if "group" not in ex)
+            problems.append(f"{missing['id']}: no group, but other training examples have one")
+            continue
+        start = 0
+        for k, ex in enumerate(examples + [None]):
+            if ex is not None and ex["group"] == examples[start]["group"]:
+                continue
+            first, members = examples[start], examples[start:k]
+            expected = 0 if start == 0 else examples[start - 1]["group"] + 1
+            if first["group"] != expected:
+                problems.append(f"{first['id']}: group {first['group']!r} follows group {expected - 1} "
+                                f"(groups are numbered 0, 1, 2 ... and their lines are consecutive)")
+            for m in members[1:]:
+                if m["system"] != first["system"] or m["tools"] != first["tools"]:
+                    problems.append(f"{m['id']}: group {m['group']}: its system turn or tools differ from {first['id']}'s")
+            if len({m["query"] for m in members}) != len(members):
+                problems.append(f"{first['id']}: group {first['group']}: a request is repeated")
+            calls = [json.dumps(m["calls"]) for m in members if m["calls"]]
+            if len(set(calls)) != len(calls):
+                problems.append(f"{first['id']}: group {first['group']}: two requests have the same calls")
+            start = k
+    return problems
+
+
 def _tool_strings(tool):
     """Every string in a tool definition: name, description, keys, descriptions, enum values."""
     out = [tool["name"], tool["description"]]
@@ -519,6 +762,7 @@ def check_splits(splits):
                 problems.append(f"{ex['id']}: in {split}.jsonl but split {ex['split']}")
             problems += check_example(ex, checked_tools)
     train = splits.get("train", [])
+    problems += check_groups(splits)
     # No duplicates across splits: an example, or a request, belongs to one split.
     owner = {}
     for split, examples in splits.items():
@@ -597,6 +841,10 @@ def statistics(splits):
             "share_system": round(sum(bool(ex["system"]) for ex in examples) / max(n, 1), 4),
             "mean_query_chars": round(sum(len(ex["query"]) for ex in examples) / max(n, 1), 1),
         }
+        if examples and "group" in examples[0]:
+            groups = Counter(ex["group"] for ex in examples)
+            out[split]["groups"] = len(groups)
+            out[split]["group_sizes"] = {str(k): v for k, v in sorted(Counter(groups.values()).items())}
     return out
 
 
@@ -636,13 +884,18 @@ def main(argv=None):
     ap.add_argument("--train", type=int, default=200000, help="training examples (default 200000)")
     ap.add_argument("--eval", type=int, default=1000, help="examples in each of A, B and C (default 1000)")
     ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--group", type=int, default=1,
+                    help="training examples in groups of up to K that share tools and system turn, each "
+                         "line with its group's number in \"group\" (default 1: no groups)")
     args = ap.parse_args(argv)
     if args.train < 1 or args.eval < 1:
         ap.error("--train and --eval must be at least 1")
+    if args.group < 1:
+        ap.error(f"--group {args.group}: must be at least 1")
     start = time.time()
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
-        splits = generate(args.seed, args.train, args.eval, log)
+        splits = generate(args.seed, args.train, args.eval, log, args.group)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -653,13 +906,17 @@ def main(argv=None):
     counts = {s: len(e) for s, e in splits.items()}
     with open(os.path.join(args.out, "stats.json"), "w", encoding="utf-8") as f:
         json.dump(stats, f, indent=1, ensure_ascii=False)
+    info = manifest(args.seed, counts)
+    if args.group > 1:
+        info["group"] = args.group
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
-        json.dump(manifest(args.seed, counts), f, indent=1, ensure_ascii=False)
+        json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:
         s = stats[split]
         print(f"{split:5s} {s['examples']:7d} examples  tools/prompt {s['mean_tools']:.2f}  "
               f"[] {s['share_no_call']:.1%}  two calls {s['share_two_calls']:.1%}  "
-              f"invented {s['share_invented_target']:.1%}  query {s['mean_query_chars']:.0f} chars")
+              f"invented {s['share_invented_target']:.1%}  query {s['mean_query_chars']:.0f} chars"
+              + (f"  {s['groups']} groups" if "groups" in s else ""))
     print(f"data: wrote {args.out} in {time.time() - start:.1f} s")
     return 0
 
