@@ -255,6 +255,25 @@ class Engram(unittest.TestCase):
         both = table[slots[2, 0]].sum() + table[256 + slots[2, 1]].sum()
         self.assertAlmostEqual(float(keys[0][0, 2, 0]), float(both), places=4)
 
+    def test_a_later_start_position(self):
+        """_engram(tokens, w, start): column c of row b is position start[b] + c for the whole-n-gram
+        rule (forward_grouped runs suffixes from mid-sequence); hash and taps read the row only."""
+        net = random_model("tiny", "default=2")
+        tokens = torch.randint(14, 512, (2, 30), generator=torch.Generator().manual_seed(3))
+        with torch.no_grad():
+            w = net.archive_weights()
+            plain = net._engram(tokens, w)
+            zero = net._engram(tokens, w, torch.zeros(2, dtype=torch.long))
+            # From position 5 on, with the 11 columns before 16 as the halo: taps (9 back) and the
+            # hash (2 back) of positions 16 and later read only columns of the slice.
+            late = net._engram(tokens[:, 5:], w, torch.tensor([5, 5]))
+            # Started at 0 instead, the slice's columns 0 and 1 would not yet use the order-3 table.
+            early = net._engram(tokens[:, 5:], w, torch.tensor([0, 0]))
+        for a, b, c in zip(plain[0] + plain[1], zero[0] + zero[1], late[0] + late[1]):
+            self.assertTrue(torch.equal(a, b))
+            torch.testing.assert_close(c[:, 11:], a[:, 16:])
+        self.assertGreater(float((early[0][0][:, :2] - late[0][0][:, :2]).abs().max()), 1e-4)
+
 
 class Sinkhorn(unittest.TestCase):
     def test_columns_sum_to_one(self):
@@ -374,6 +393,7 @@ class Data(unittest.TestCase):
         # Position p predicts token p + 1: the last prompt token predicts the first reply token.
         self.assertEqual(batch["positions"].tolist(), [2, 3, 4, 5 + 1, 5 + 2])
         self.assertEqual(batch["n_tokens"], 5 + 3)
+        self.assertEqual(batch["n_examples"], 2)
 
     def test_load_examples_renders_with_render_py_and_caches(self):
         import render
@@ -441,6 +461,12 @@ class Resume(unittest.TestCase):
             for key in a["model"]:
                 self.assertTrue(torch.equal(a["model"][key], b["model"][key]), key)
             self.assertEqual([r["loss"] for r in straight["rows"]], [r["loss"] for r in resumed["rows"]])
+            # The log counts the examples of the 8 batches run (epoch 0's, then epoch 1's).
+            self.assertEqual(int(resumed["rows"][-1]["examples"]), straight["state"]["examples"])
+            with open(data) as f:
+                lengths = np.array([len(json.loads(x)["prompt_ids"]) + 3 for x in f])
+            batches = train.epoch_batches(lengths, 256, 1, 0) + train.epoch_batches(lengths, 256, 1, 1)
+            self.assertEqual(straight["state"]["examples"], sum(len(b) for b in batches[:8]))
         finally:
             shutil.rmtree(tmp)
 

@@ -460,8 +460,214 @@ class Needle2(nn.Module):
         x = x.reshape(B * T, d).index_select(0, logit_index)
         return zcrms(x, w["final_norm"]) @ w["embedding"].t()
 
-    def _engram(self, tokens: torch.Tensor, w: dict):
-        """Per site: (k_p [B, T, d], v'_p [B, T, d]) of docs/model.md step 3."""
+    # ---- the grouped forward: one prefix, several suffixes ----
+
+    def forward_grouped(self, prefix_tokens: torch.Tensor, prefix_lengths, suffix_tokens: torch.Tensor,
+                        suffix_lengths, logit_index: torch.Tensor | None = None, sink: int = 0,
+                        qat: bool = True, exact: bool = False) -> torch.Tensor:
+        """Groups of sequences that share their beginning (docs/training.md, "Grouped batches").
+
+        Sequence (g, k) is prefix_tokens[g, :prefix_lengths[g]] followed by
+        suffix_tokens[g, k, :suffix_lengths[g, k]]; prefix_tokens [G, Lp] and suffix_tokens
+        [G, K, Ls] are right padded, and a suffix of length 0 is absent. Every suffix position is
+        forward()'s position of its concatenated sequence, computed with the prefix run once per
+        group: at each layer a suffix position p (absolute: prefix length + offset) attends to the
+        group's prefix keys and its own suffix's keys up to p, as "Keys attended" allows (window,
+        sink); RoPE, the engram hash and the engram taps use absolute positions and read across the
+        boundary. Only real positions run the per-position steps; attention gathers them into padded
+        blocks. Returns logits at suffix positions: [M, vocab] at the flat positions logit_index
+        into [G, K, Ls], or [G, K, Ls, vocab] (zeros at padding) when it is None.
+        """
+        g = self.g
+        G, Lp = prefix_tokens.shape
+        if suffix_tokens.dim() != 3 or suffix_tokens.shape[0] != G:
+            raise ValueError(f"suffix_tokens {list(suffix_tokens.shape)}: expected [G={G}, K, Ls]")
+        K, Ls = suffix_tokens.shape[1:]
+        device = prefix_tokens.device
+        plen = torch.as_tensor(prefix_lengths, device=device).long()
+        slen = torch.as_tensor(suffix_lengths, device=device).long()
+        self._check_grouped(plen, slen, G, Lp, K, Ls)
+        d, N, L = g.d_model, g.mhc_lanes, g.num_layers
+        w = self.archive_weights(qat, exact)
+        lay = self._grouped_layout(plen, slen, Lp, K, Ls, int(sink))
+
+        # 1.-2. Embedding and lane broadcast of the real positions only (the rows: every group's
+        # prefix positions, then every suffix's positions).
+        tokens = torch.cat([prefix_tokens.reshape(-1).index_select(0, lay["prefix_padded"]),
+                            suffix_tokens.reshape(-1).index_select(0, lay["suffix_padded"])])
+        R = tokens.numel()
+        e = w["embedding"].index_select(0, tokens) * math.sqrt(d)
+        X = e[None, :, None, :].expand(1, R, N, d)
+
+        # 3. Engram keys and values of every row.
+        engram = self._engram_grouped(prefix_tokens, suffix_tokens, plen, lay, w) if g.engram_sites else None
+
+        cos = self.rope_cos.index_select(0, lay["positions"])                  # [R, hd/2]
+        sin = self.rope_sin.index_select(0, lay["positions"])
+        phi = torch.cat([w["phi_pre"], w["phi_post"], w["phi_res"]], dim=1)
+        attn_in = torch.cat([w["q_proj"], w["k_proj"], w["v_proj"], w["gate_proj"]], dim=1)
+
+        # 4. The layers: model.md's per-position steps on the rows, attention in padded blocks.
+        for i in range(L):
+            X = self._layer_with(i, X, w, phi[i], engram,
+                                 lambda b, i=i: self._grouped_attention(i, b, w, attn_in[i], lay, cos, sin))
+
+        # 5. Output at the suffix positions asked for.
+        x = X.mean(dim=2)[0]                                                   # [R, d]
+        if logit_index is None:
+            padded = x.new_zeros(G * K * Ls, d).index_copy(0, lay["suffix_padded"], x[lay["prefix_rows"]:])
+            return (zcrms(padded, w["final_norm"]) @ w["embedding"].t()).reshape(G, K, Ls, g.vocab)
+        rows = lay["suffix_row"].index_select(0, logit_index.to(device))
+        if bool((rows < 0).any()):
+            bad = int(logit_index[(rows < 0).nonzero()[0, 0]])
+            raise ValueError(f"logit_index {bad} (group {bad // (K * Ls)}, suffix {bad // Ls % K}, offset "
+                             f"{bad % Ls}) is padding, not a suffix position")
+        return zcrms(x.index_select(0, rows), w["final_norm"]) @ w["embedding"].t()
+
+    def _check_grouped(self, plen, slen, G, Lp, K, Ls):
+        """The lengths of forward_grouped's inputs: their shapes, within the padded sizes, and every
+        sequence (prefix + suffix) within max_seq_len; errors name the group and suffix."""
+        if plen.shape != (G,):
+            raise ValueError(f"prefix_lengths {list(plen.shape)}: expected [G={G}]")
+        if slen.shape != (G, K):
+            raise ValueError(f"suffix_lengths {list(slen.shape)}: expected [G={G}, K={K}]")
+        for name, lengths, size in (("prefix_lengths", plen, Lp), ("suffix_lengths", slen, Ls)):
+            bad = ((lengths < 0) | (lengths > size)).nonzero()
+            if len(bad):
+                where = ", ".join(str(int(x)) for x in bad[0])
+                raise ValueError(f"{name}[{where}] = {int(lengths[tuple(bad[0])])}: outside 0..{size}")
+        total = plen[:, None] + slen
+        bad = (total > self.g.max_seq_len).nonzero()
+        if len(bad):
+            gi, k = (int(x) for x in bad[0])
+            raise ValueError(f"group {gi} suffix {k}: {int(plen[gi])} + {int(slen[gi, k])} tokens is longer "
+                             f"than max_seq_len {self.g.max_seq_len}")
+
+    def _grouped_layout(self, plen, slen, Lp, K, Ls, sink) -> dict:
+        """Where forward_grouped's rows come from and go to, and its attention masks.
+
+        prefix_padded / suffix_padded: the flat padded position ([G, Lp] / [G, K, Ls]) of each row;
+        prefix_rows: how many rows are prefix positions; positions: each row's absolute position;
+        gather_prefix [G Lp] / gather_suffix [G K Ls]: the row of each padded position (row 0 at
+        padding); suffix_row: the row of each padded suffix position, -1 at padding;
+        row_source: each row's place in the padded prefixes and suffixes laid end to end; prefix_mask
+        [rep Lp, Lp] and suffix_mask [G K KV, rep Ls, Lp + Ls]: additive masks (0 attended)."""
+        g = self.g
+        device = plen.device
+        G = plen.numel()
+        rep = g.num_heads // g.num_kv_heads
+        prefix_real = torch.arange(Lp, device=device)[None, :] < plen[:, None]              # [G, Lp]
+        suffix_real = torch.arange(Ls, device=device)[None, None, :] < slen[:, :, None]     # [G, K, Ls]
+        prefix_padded = prefix_real.reshape(-1).nonzero().squeeze(1)
+        suffix_padded = suffix_real.reshape(-1).nonzero().squeeze(1)
+        Rp, Rs = prefix_padded.numel(), suffix_padded.numel()
+        R = Rp + Rs
+        if R == 0:
+            raise ValueError("forward_grouped: every prefix and suffix is empty")
+        # Padding reads row 0: its keys are masked (weight exactly 0) and its query rows' outputs are
+        # dropped, so neither the values nor the gradients of the padding matter.
+        gather_prefix = torch.zeros(G * Lp, dtype=torch.long, device=device)
+        gather_prefix[prefix_padded] = torch.arange(Rp, device=device)
+        gather_suffix = torch.zeros(G * K * Ls, dtype=torch.long, device=device)
+        gather_suffix[suffix_padded] = torch.arange(Rp, R, device=device)
+        suffix_row = torch.full((G * K * Ls,), -1, dtype=torch.long, device=device)
+        suffix_row[suffix_padded] = torch.arange(Rp, R, device=device)
+        positions = torch.cat([prefix_padded % Lp, plen[suffix_padded // (K * Ls)] + suffix_padded % Ls])
+
+        # Keys attended by suffix offset t of group g, at absolute position P = plen[g] + t: the
+        # group's prefix keys pk < plen[g], and the suffix's own keys t' <= t; with a window W, only
+        # those at P - W + 1 or later, or below the sink.
+        W = g.kv_window
+        t = torch.arange(Ls, device=device)[:, None]                                       # [Ls, 1]
+        pk = torch.arange(Lp, device=device)[None, None, :]                                # [1, 1, Lp]
+        P = plen[:, None, None] + t[None]                                                  # [G, Ls, 1]
+        keep_prefix = (pk < plen[:, None, None]).expand(G, Ls, Lp)
+        tk = torch.arange(Ls, device=device)[None, :]                                      # [1, Ls]
+        keep_suffix = (tk <= t)[None].expand(G, Ls, Ls)
+        if W:
+            keep_prefix = keep_prefix & ((pk >= P - W + 1) | (pk < sink))
+            keep_suffix = keep_suffix & ((tk >= t - W + 1)[None] | (plen[:, None, None] + tk[None] < sink))
+        keep = torch.cat([keep_prefix, keep_suffix], dim=-1)                               # [G, Ls, Lp + Ls]
+        bias = torch.zeros(keep.shape, device=device).masked_fill(~keep, float("-inf"))
+        S = Lp + Ls
+        suffix_mask = bias[:, None, None, None].expand(G, K, g.num_kv_heads, rep, Ls, S)
+        return {"prefix_padded": prefix_padded, "suffix_padded": suffix_padded, "prefix_rows": Rp,
+                "positions": positions, "gather_prefix": gather_prefix, "gather_suffix": gather_suffix,
+                "suffix_row": suffix_row,
+                "row_source": torch.cat([prefix_padded, G * Lp + suffix_padded]),
+                "prefix_mask": self._bias(Lp, sink, device).repeat(rep, 1),
+                "suffix_mask": suffix_mask.reshape(G * K * g.num_kv_heads, rep * Ls, S),
+                "shape": (G, Lp, K, Ls)}
+
+    def _engram_grouped(self, prefix_tokens, suffix_tokens, plen, lay, w):
+        """Per site: (k_p, v'_p) [1, R, d] of forward_grouped's rows (docs/model.md step 3). The
+        prefixes run as in forward(); each suffix runs with the `halo` prefix tokens before it, so
+        that its hash reads the real previous tokens and its taps the prefix's v at p - 3j (halo
+        positions before 0 hold token 0 and give zero rows, as before a sequence's start)."""
+        g = self.g
+        G, Lp, K, Ls = lay["shape"]
+        d = g.d_model
+        taps_span = (g.engram_conv_taps - 1) * g.engram_conv_dilation
+        hash_span = max(g.engram_orders) - 1
+        halo = taps_span + hash_span   # the first hash_span columns only feed the hash of later ones
+        prefix_k, prefix_v = self._engram(prefix_tokens, w)
+        position = plen[:, None] + torch.arange(-halo, 0, device=plen.device)[None, :]    # [G, halo]
+        before = torch.where(position >= 0, prefix_tokens.gather(1, position.clamp(min=0)),
+                             torch.zeros_like(position))
+        ext = torch.cat([before[:, None].expand(G, K, halo), suffix_tokens], dim=2).reshape(G * K, halo + Ls)
+        start = (plen - halo)[:, None].expand(G, K).reshape(-1)
+        suffix_k, suffix_v = self._engram(ext, w, start)
+        keys, values = [], []
+        for pk_, pv_, sk_, sv_ in zip(prefix_k, prefix_v, suffix_k, suffix_v):
+            for out, pre, suf in ((keys, pk_, sk_), (values, pv_, sv_)):
+                both = torch.cat([pre.reshape(G * Lp, d), suf[:, halo:].reshape(G * K * Ls, d)])
+                out.append(both.index_select(0, lay["row_source"])[None])
+        return keys, values
+
+    def _grouped_attention(self, i, b, w, attn_in_i, lay, cos, sin):
+        """forward_grouped's attention output a [1, R, d] for the layer input b [1, R, d]: q, k, v and
+        the gate per row (q, k normed and rotated at the row's absolute position), then the prefixes
+        attend among themselves and every suffix to its group's prefix and to itself (_attend)."""
+        g = self.g
+        G, Lp, K, Ls = lay["shape"]
+        H, KV, hd = g.num_heads, g.num_kv_heads, g.head_dim
+        R = b.shape[1]
+        h = zcrms(b[0], w["norm_in"][i])
+        q, k, v, gate = torch.split(h @ attn_in_i.t(), [g.q_dim, g.kv_dim, g.kv_dim, g.q_dim], dim=-1)
+        q = apply_rope(zcrms(q.reshape(R, H, hd), w["q_norm"][i]), cos, sin)
+        k = apply_rope(zcrms(k.reshape(R, KV, hd), w["k_norm"][i]), cos, sin)
+        qkv = torch.cat([q.reshape(R, H * hd), k.reshape(R, KV * hd), v], dim=1)
+        parts = [H * hd, KV * hd, KV * hd]
+        qp, kp, vp = torch.split(qkv.index_select(0, lay["gather_prefix"]).reshape(G, Lp, -1), parts, dim=-1)
+        qs, ks, vs = torch.split(qkv.index_select(0, lay["gather_suffix"]).reshape(G * K, Ls, -1), parts, dim=-1)
+        o_prefix = self._attend(qp, kp, vp, lay["prefix_mask"])                # [G, Lp, H hd]
+        # Each suffix's keys: its group's (padded) prefix, then its own positions.
+        kp = kp[:, None].expand(G, K, Lp, KV * hd).reshape(G * K, Lp, KV * hd)
+        vp = vp[:, None].expand(G, K, Lp, KV * hd).reshape(G * K, Lp, KV * hd)
+        o_suffix = self._attend(qs, torch.cat([kp, ks], dim=1), torch.cat([vp, vs], dim=1), lay["suffix_mask"])
+        o = torch.cat([o_prefix.reshape(G * Lp, H * hd), o_suffix.reshape(G * K * Ls, H * hd)])
+        o = o.index_select(0, lay["row_source"]) * torch.sigmoid(gate)
+        return (o @ w["out_proj"][i].t())[None]
+
+    def _attend(self, q, k, v, mask):
+        """softmax(q k^T / sqrt(hd) + mask) v for q [B, T, H hd], k and v [B, S, KV hd]; query head j
+        reads KV head j // rep, laid out as in _attention (the rep query heads of a KV head along
+        time); mask [rep T, S] or [B KV, rep T, S]. Returns [B, T, H hd]."""
+        g = self.g
+        B, T = q.shape[:2]
+        S = k.shape[1]
+        H, KV, hd = g.num_heads, g.num_kv_heads, g.head_dim
+        rep = H // KV
+        q = q.reshape(B, T, KV, rep, hd).permute(0, 2, 3, 1, 4).reshape(B * KV, rep * T, hd)
+        k = k.reshape(B, S, KV, hd).permute(0, 2, 3, 1).reshape(B * KV, hd, S)
+        v = v.reshape(B, S, KV, hd).permute(0, 2, 1, 3).reshape(B * KV, S, hd)
+        weights = torch.softmax(torch.baddbmm(mask, q, k, alpha=1.0 / math.sqrt(hd)), dim=-1)
+        return (weights @ v).reshape(B, KV, rep, T, hd).permute(0, 3, 1, 2, 4).reshape(B, T, H * hd)
+
+    def _engram(self, tokens: torch.Tensor, w: dict, start: torch.Tensor | None = None):
+        """Per site: (k_p [B, T, d], v'_p [B, T, d]) of docs/model.md step 3. Column c of row b is
+        position start[b] + c (start None: 0) for the rule that a table is used only once its n-gram
+        is whole; the hash and the taps read only the row's own earlier columns (zeros before)."""
         g = self.g
         B, T = tokens.shape
         Tt, slots, sub = g.num_engram_tables, g.engram_slots, g.engram_sub_dim
@@ -469,11 +675,16 @@ class Needle2(nn.Module):
         rows = slot + torch.arange(Tt, device=tokens.device) * slots         # row tau * slots + slot
         # A table is used only once its n-gram is whole: p - (order - 1) >= 0.
         orders = torch.tensor(g.table_orders(), device=tokens.device)
-        whole = (torch.arange(T, device=tokens.device)[:, None] >= orders[None, :] - 1)  # [T, Tt]
+        position = torch.arange(T, device=tokens.device)
+        if start is None:
+            whole = (position[:, None] >= orders[None, :] - 1)[None, :, :, None]          # [1, T, Tt, 1]
+        else:
+            position = start.to(tokens.device)[:, None] + position[None, :]              # [B, T]
+            whole = (position[:, :, None] >= orders[None, None, :] - 1)[..., None]       # [B, T, Tt, 1]
         keys, values = [], []
         for s in range(len(g.engram_sites)):
             e = w["engram_tables"][s].index_select(0, rows.reshape(-1)).reshape(B, T, Tt, sub)
-            e = (e * whole[None, :, :, None]).reshape(B, T, Tt * sub)
+            e = (e * whole).reshape(B, T, Tt * sub)
             k = e @ w["engram_key_proj"][s].t()
             v = e @ w["engram_value_proj"][s].t()
             taps = w["engram_taps"][s]
@@ -489,6 +700,13 @@ class Needle2(nn.Module):
 
     def _layer(self, i, X, w, phi_i, attn_in_i, engram, bias, cos, sin):
         """Layer i of docs/model.md step 4 on the lanes X [B, T, N, d]."""
+        return self._layer_with(i, X, w, phi_i, engram,
+                                lambda b: self._attention(i, b, w, attn_in_i, bias, cos, sin))
+
+    def _layer_with(self, i, X, w, phi_i, engram, attention):
+        """Layer i on the lanes X [B, T, N, d], where attention(b) is the block's attention output a
+        (docs/model.md 4.7, Wout included) for the layer input b [B, T, d]: every other step is per
+        position."""
         g = self.g
         B, T, N, d = X.shape
         # a.-e. mHC coefficients. nx = rmsunit(lanes) enters only through the projections, so the
@@ -515,8 +733,7 @@ class Needle2(nn.Module):
             b = u + alpha * v_p
 
         # h. The block: attention, then the Hadamard MLP.
-        x1 = b + torch.sigmoid(w["attn_gate"][i]) * zcrms(self._attention(i, b, w, attn_in_i, bias, cos, sin),
-                                                          w["post_norm"][i])
+        x1 = b + torch.sigmoid(w["attn_gate"][i]) * zcrms(attention(b), w["post_norm"][i])
         out = x1 + self._mlp(i, x1, w)
 
         # i.-j. y = out - u; routing X_r <- sum_c P_rc X_c + hpost_r y.

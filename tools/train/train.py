@@ -45,7 +45,7 @@ RUN_SETTINGS = {"geometry": "d256l6", "bits_map": "embedding=4,mhc=4,default=2",
                 "batch_tokens": 4096, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100, "weight_decay": 0.1,
                 "clip": 1.0, "replan_every": 50}
 LOG_FIELDS = ["step", "epoch", "tokens", "elapsed_s", "lr", "loss", "accuracy", "tokens_per_s",
-              "eval_loss", "eval_accuracy"]
+              "eval_loss", "eval_accuracy", "examples", "examples_per_s"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -60,14 +60,24 @@ def load_examples(path: str, tokenizer: str | None, cache_dir: str | None = None
     "target_ids": [...]}. The encoded list is cached in cache_dir, keyed by the file's and the
     tokenizer's size and modification time, so a resumed run does not encode again.
     """
+    return load_grouped_examples(path, tokenizer, cache_dir)[0]
+
+
+def load_grouped_examples(path: str, tokenizer: str | None, cache_dir: str | None = None) -> tuple:
+    """load_examples's list and, for grouped data (data.py --group: every line has "group", a
+    group's lines consecutive), each example's group number as an int64 array; None for ungrouped
+    data. A line without "group" among lines with one, or a group whose lines are not consecutive,
+    is an error naming the line."""
     key = _file_key(path) + (_file_key(tokenizer) if tokenizer else "")
     cache = os.path.join(cache_dir, f"tokens-{hashlib.sha1(key.encode()).hexdigest()[:12]}.npz") \
         if cache_dir else None
     if cache and os.path.exists(cache):
         z = np.load(cache)
-        return _split_ragged(z)
+        # A cache written before groups were read has no "group": read the file again if it has them.
+        if "group" in z.files or not _first_line_has_group(path):
+            return _split_ragged(z), (z["group"] if "group" in z.files else None)
     sp = encode = None
-    examples = []
+    examples, groups, seen_groups, grouped = [], [], set(), None
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
@@ -84,13 +94,42 @@ def load_examples(path: str, tokenizer: str | None, cache_dir: str | None = None
                 prompt, target = encode(sp, ex)
             if not prompt or not target:
                 raise ValueError(f"{path} line {number}: empty prompt or reply")
+            if grouped is None:
+                grouped = "group" in ex
+            if ("group" in ex) != grouped:
+                raise ValueError(f"{path} line {number}: " + ("a \"group\" in ungrouped data" if "group" in ex
+                                                               else "no \"group\" (earlier lines have one)"))
+            if grouped:
+                group = ex["group"]
+                if not isinstance(group, int) or group < 0:
+                    raise ValueError(f"{path} line {number}: group {group!r} is not a non-negative integer")
+                if group in seen_groups and group != groups[-1]:
+                    raise ValueError(f"{path} line {number}: group {group} again after other groups "
+                                     "(a group's lines are consecutive)")
+                seen_groups.add(group)
+                groups.append(group)
             examples.append((np.asarray(prompt, np.int32), np.asarray(target, np.int32)))
+    groups = np.asarray(groups, np.int64) if groups else None
     if cache:
         os.makedirs(cache_dir, exist_ok=True)
         tmp = cache + ".tmp.npz"
-        np.savez(tmp, **_join_ragged(examples))
+        arrays = _join_ragged(examples)
+        if groups is not None:
+            arrays["group"] = groups
+        np.savez(tmp, **arrays)
         os.replace(tmp, cache)
-    return examples
+    return examples, groups
+
+
+def _first_line_has_group(path: str) -> bool:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                try:
+                    return "group" in json.loads(line)
+                except json.JSONDecodeError:
+                    return False
+    return False
 
 
 def _file_key(path: str) -> str:
@@ -170,12 +209,127 @@ def make_batch(examples: list, indices: list, device) -> dict:
     return {"tokens": torch.from_numpy(tokens).to(device),
             "positions": torch.from_numpy(np.concatenate(positions)).to(device),
             "targets": torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device),
-            "n_tokens": int(sum(len(s) for s in seqs))}
+            "n_tokens": int(sum(len(s) for s in seqs)), "n_examples": len(seqs)}
 
 
 def reply_loss(net: M.Needle2, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy over the batch's reply tokens, and how many of them the argmax gets right."""
     logits = net(batch["tokens"], batch["positions"])
+    loss = F.cross_entropy(logits, batch["targets"])
+    correct = (logits.detach().argmax(-1) == batch["targets"]).sum()
+    return loss, correct
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouped data: one shared prompt beginning, several requests (docs/training.md, "Grouped batches")
+# ---------------------------------------------------------------------------------------------
+
+def make_groups(examples: list, group_ids: np.ndarray) -> list:
+    """Consecutive examples with the same group number -> [(prefix, [(suffix, target), ...])]: the
+    prefix is the longest beginning the group's prompts share (for the data generator's examples,
+    at least BOS through the </tools> marker), but always short of the shortest prompt's last token,
+    so that every suffix holds the position that predicts its first reply token; a suffix is the
+    rest of its prompt."""
+    groups = []
+    start = 0
+    for k in range(1, len(examples) + 1):
+        if k < len(examples) and group_ids[k] == group_ids[start]:
+            continue
+        prompts = [examples[j][0] for j in range(start, k)]
+        n = min(len(p) for p in prompts) - 1
+        first = prompts[0][:n]
+        for p in prompts[1:]:
+            differ = np.nonzero(p[:n] != first[:n])[0]
+            if len(differ):
+                n = int(differ[0])
+        groups.append((first[:n].copy(), [(p[n:], examples[j][1]) for j, p in zip(range(start, k), prompts)]))
+        start = k
+    return groups
+
+
+def group_suffix_length(member) -> int:
+    """Suffix tokens the model runs for one member: the rest of its prompt and its reply except the
+    last token."""
+    return len(member[0]) + len(member[1]) - 1
+
+
+def group_padded_size(prefix_length: int, suffix_lengths) -> int:
+    """A group's padded tokens in a batch of itself alone: prefix + members x longest suffix."""
+    return prefix_length + len(suffix_lengths) * max(suffix_lengths)
+
+
+def epoch_group_batches(prefix_lengths: np.ndarray, suffix_lengths: list, batch_tokens: int, seed: int,
+                        epoch: int) -> list:
+    """epoch_batches for groups, a pure function of (seed, epoch): shuffle the groups, then in
+    windows of about 64 batches sort them by prefix length and longest suffix and cut batches whose
+    padded size, count x (longest prefix + most members x longest suffix), stays within batch_tokens
+    (a group larger than that alone is a batch), then shuffle the batches. Returns lists of group
+    indices."""
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(prefix_lengths))
+    longest = np.array([max(s) for s in suffix_lengths])
+    members = np.array([len(s) for s in suffix_lengths])
+    mean = np.mean([group_padded_size(p, s) for p, s in zip(prefix_lengths, suffix_lengths)]) if len(order) else 1
+    window = max(1, int(64 * batch_tokens // max(1.0, mean)))
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = order[start:start + window]
+        chunk = chunk[np.lexsort((longest[chunk], prefix_lengths[chunk]))]
+        current, lp, ls, k = [], 0, 0, 0
+        for idx in chunk:
+            p, s, m = max(lp, int(prefix_lengths[idx])), max(ls, int(longest[idx])), max(k, int(members[idx]))
+            if current and (len(current) + 1) * (p + m * s) > batch_tokens:
+                batches.append(current)
+                current = []
+                p, s, m = int(prefix_lengths[idx]), int(longest[idx]), int(members[idx])
+            current.append(int(idx))
+            lp, ls, k = p, s, m
+        if current:
+            batches.append(current)
+    return [batches[k] for k in rng.permutation(len(batches))]
+
+
+def make_grouped_batch(groups: list, indices: list, device) -> dict:
+    """The inputs of Needle2.forward_grouped for the groups `indices` (right padded with 0; a group
+    with fewer members has suffixes of length 0), the flat suffix positions whose logits predict
+    reply tokens, those reply tokens, the tokens the model runs (each prefix once, every suffix),
+    the examples, and the padded size."""
+    chosen = [groups[k] for k in indices]
+    G = len(chosen)
+    Lp = max(1, max(len(p) for p, _ in chosen))
+    K = max(len(m) for _, m in chosen)
+    Ls = max(group_suffix_length(x) for _, m in chosen for x in m)
+    prefix = np.zeros((G, Lp), dtype=np.int64)
+    suffix = np.zeros((G, K, Ls), dtype=np.int64)
+    prefix_lengths = np.zeros(G, dtype=np.int64)
+    suffix_lengths = np.zeros((G, K), dtype=np.int64)
+    positions, targets = [], []
+    for g, (p, members) in enumerate(chosen):
+        prefix[g, :len(p)] = p
+        prefix_lengths[g] = len(p)
+        for k, (rest, target) in enumerate(members):
+            seq = np.concatenate([rest, target[:-1]])
+            suffix[g, k, :len(seq)] = seq
+            suffix_lengths[g, k] = len(seq)
+            # Suffix offset t predicts token t + 1: the reply starts after the prompt's last token.
+            start = (g * K + k) * Ls + len(rest) - 1
+            positions.append(np.arange(start, start + len(target)))
+            targets.append(target)
+    return {"prefix_tokens": torch.from_numpy(prefix).to(device),
+            "prefix_lengths": torch.from_numpy(prefix_lengths).to(device),
+            "suffix_tokens": torch.from_numpy(suffix).to(device),
+            "suffix_lengths": torch.from_numpy(suffix_lengths).to(device),
+            "positions": torch.from_numpy(np.concatenate(positions)).to(device),
+            "targets": torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device),
+            "n_tokens": int(prefix_lengths.sum() + suffix_lengths.sum()),
+            "n_examples": int((suffix_lengths > 0).sum()),
+            "n_padded": G * (Lp + K * Ls)}
+
+
+def grouped_reply_loss(net: M.Needle2, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """reply_loss for a grouped batch (make_grouped_batch), through Needle2.forward_grouped."""
+    logits = net.forward_grouped(batch["prefix_tokens"], batch["prefix_lengths"], batch["suffix_tokens"],
+                                 batch["suffix_lengths"], batch["positions"])
     loss = F.cross_entropy(logits, batch["targets"])
     correct = (logits.detach().argmax(-1) == batch["targets"]).sum()
     return loss, correct
@@ -355,7 +509,7 @@ def run(args) -> dict:
 
     data_file = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
     t0 = time.perf_counter()
-    examples = load_examples(data_file, args.tokenizer, os.path.join(args.out, "cache"))
+    examples, group_ids = load_grouped_examples(data_file, args.tokenizer, os.path.join(args.out, "cache"))
     if resumed:
         g = M.Geometry.from_dict(resumed["geometry"])
     else:
@@ -364,16 +518,36 @@ def run(args) -> dict:
             import sentencepiece as spm
             vocab = spm.SentencePieceProcessor(model_file=args.tokenizer).get_piece_size()
         g = M.geometry_from(args.geometry, vocab)
+    bad = [k for k, e in enumerate(examples) if max(e[0].max(), e[1].max()) >= g.vocab]
+    if bad:
+        raise SystemExit(f"{data_file}: example {bad[0]} has a token id >= vocab {g.vocab}")
     lengths = np.array([sequence_length(e) for e in examples])
     too_long = int((lengths > g.max_seq_len).sum())
     if too_long:
         keep = lengths <= g.max_seq_len
         examples = [e for e, k in zip(examples, keep) if k]
         lengths = lengths[keep]
+        group_ids = group_ids[keep] if group_ids is not None else None
         say(f"dropped {too_long} examples longer than max_seq_len {g.max_seq_len}")
-    bad = [k for k, e in enumerate(examples) if max(e[0].max(), e[1].max()) >= g.vocab]
-    if bad:
-        raise SystemExit(f"{data_file}: example {bad[0]} has a token id >= vocab {g.vocab}")
+    if group_ids is None:
+        # One example a sequence (make_batch, forward).
+        plan_batches = lambda epoch: epoch_batches(lengths, args.batch_tokens, args.seed, epoch)  # noqa: E731
+        build_batch = lambda indices: make_batch(examples, indices, device)  # noqa: E731
+        batch_loss = reply_loss
+        epoch_tokens = int(lengths.sum())
+    else:
+        # Groups: each shared prefix runs once (make_grouped_batch, forward_grouped).
+        groups = make_groups(examples, group_ids)
+        prefix_lengths = np.array([len(p) for p, _ in groups])
+        suffix_lengths = [[group_suffix_length(x) for x in m] for _, m in groups]
+        plan_batches = lambda epoch: epoch_group_batches(  # noqa: E731
+            prefix_lengths, suffix_lengths, args.batch_tokens, args.seed, epoch)
+        build_batch = lambda indices: make_grouped_batch(groups, indices, device)  # noqa: E731
+        batch_loss = grouped_reply_loss
+        epoch_tokens = int(prefix_lengths.sum() + sum(map(sum, suffix_lengths)))
+        say(f"{len(groups)} groups of {len(examples) / len(groups):.2f} examples: prefix {prefix_lengths.mean():.1f} "
+            f"tokens, suffix {np.mean([x for s in suffix_lengths for x in s]):.1f}; {epoch_tokens:,} tokens run "
+            f"instead of {lengths.sum():,} ungrouped ({lengths.sum() / epoch_tokens:.2f}x fewer)")
     eval_examples = None
     if args.eval:
         eval_examples = load_examples(args.eval, args.tokenizer, os.path.join(args.out, "cache"))
@@ -385,11 +559,12 @@ def run(args) -> dict:
     net = M.Needle2(g, cq.BitsMap.parse(args.bits_map), seed=args.seed).to(device)
     opt = make_optimizer(net, args)
     state = {"step": 0, "epoch": 0, "batch": 0, "tokens": 0, "elapsed": 0.0, "total_steps": None,
-             "planned_at": 0}
+             "planned_at": 0, "examples": 0}
     if resumed:
         net.load_state_dict(resumed["model"])
         opt.load_state_dict(resumed["optimizer"])
         state = resumed["state"]
+        state.setdefault("examples", 0)  # checkpoints before the examples count: counted from here
         torch.set_rng_state(resumed["rng"]["torch"])
         random.setstate(resumed["rng"]["python"])
         np.random.set_state(resumed["rng"]["numpy"])
@@ -405,14 +580,14 @@ def run(args) -> dict:
         if args.steps:
             limits.append(args.steps)
         if args.tokens:
-            per_step = state["tokens"] / state["step"] if state["step"] else lengths.sum() / max(1, len(batches))
+            per_step = state["tokens"] / state["step"] if state["step"] else epoch_tokens / max(1, len(batches))
             limits.append(max(1, math.ceil(args.tokens / per_step)))
         if args.minutes and state["step"] >= 10:
             per_step = state["elapsed"] / state["step"]
             limits.append(max(state["step"] + 1, int(args.minutes * 60 / per_step)))
         return min(limits) if limits else None
 
-    batches = epoch_batches(lengths, args.batch_tokens, args.seed, state["epoch"])
+    batches = plan_batches(state["epoch"])
     # A fresh run plans its last step; a resumed one keeps its plan unless the budget changed (or is a
     # time budget, whose plan follows the measured speed anyway).
     budget_changed = resumed and any(getattr(args, k) != resumed["args"].get(k) for k in ("steps", "tokens"))
@@ -421,7 +596,9 @@ def run(args) -> dict:
         state["planned_at"] = state["step"]
     last_save = time.perf_counter()
     stop_at = state["step"] + args.stop_after if args.stop_after else None
-    window = {"loss": 0.0, "correct": 0, "targets": 0, "tokens": 0, "time": 0.0, "steps": 0}
+    window = {"loss": 0.0, "correct": 0, "targets": 0, "tokens": 0, "time": 0.0, "steps": 0, "examples": 0}
+    say("tok/s: prompt + reply tokens the model runs per second (a group's shared prefix once); ex/s: "
+        "examples per second")
 
     def log_row(lr):
         """One log row: the averages of the steps since the last row."""
@@ -431,10 +608,11 @@ def run(args) -> dict:
                "loss": f"{window['loss'] / window['targets']:.4f}",
                "accuracy": f"{window['correct'] / window['targets']:.4f}",
                "tokens_per_s": f"{window['tokens'] / window['time']:.0f}", "eval_loss": "",
-               "eval_accuracy": ""}
+               "eval_accuracy": "", "examples": state["examples"],
+               "examples_per_s": f"{window['examples'] / window['time']:.2f}"}
         rows.append(row)
         say(f"step {row['step']}/{state['total_steps']} tokens {row['tokens']:,} loss {row['loss']} "
-            f"acc {row['accuracy']} lr {row['lr']} {row['tokens_per_s']} tok/s "
+            f"acc {row['accuracy']} lr {row['lr']} {row['tokens_per_s']} tok/s {row['examples_per_s']} ex/s "
             f"{state['elapsed'] / 60:.1f} min")
         window = {k: 0 if k != "loss" else 0.0 for k in window}
 
@@ -456,14 +634,14 @@ def run(args) -> dict:
         if state["batch"] >= len(batches):
             state["epoch"] += 1
             state["batch"] = 0
-            batches = epoch_batches(lengths, args.batch_tokens, args.seed, state["epoch"])
+            batches = plan_batches(state["epoch"])
         start = time.perf_counter()
-        batch = make_batch(examples, batches[state["batch"]], device)
+        batch = build_batch(batches[state["batch"]])
         # While the time budget has no plan yet (the first 10 steps), the warmup is all that runs.
         lr = learning_rate(state["step"], total or 10 ** 9, args.lr, args.min_lr, args.warmup)
         for group in opt.param_groups:
             group["lr"] = lr
-        loss, correct = reply_loss(net, batch)
+        loss, correct = batch_loss(net, batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), args.clip)
@@ -477,12 +655,14 @@ def run(args) -> dict:
         state["step"] += 1
         state["batch"] += 1
         state["tokens"] += batch["n_tokens"]
+        state["examples"] += batch["n_examples"]
         state["elapsed"] += elapsed
         n_targets = batch["targets"].numel()
         window["loss"] += loss_value * n_targets
         window["correct"] += int(correct)
         window["targets"] += n_targets
         window["tokens"] += batch["n_tokens"]
+        window["examples"] += batch["n_examples"]
         window["time"] += elapsed
         window["steps"] += 1
 
