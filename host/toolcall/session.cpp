@@ -551,8 +551,16 @@ struct Session::Run {
   }
 
   // Feeds the forced fragment at the matcher's state. Returns true when it ended the reply.
-  bool feedForced(const std::vector<Symbol>& symbols, double constraintStart) {
-    const std::vector<uint32_t> ids = forcedTokens(symbols);
+  // Feeds the forced fragment at the matcher's state, but for its last token when that is text and
+  // the fragment does not end the reply: the model was trained on whole-reply tokenizations, where
+  // a fragment's last piece is often merged with what follows (`[{"`, `":{"`), so it is left to a
+  // masked draw, which offers exactly the tokens that spell the rest of the fragment and may go on
+  // past it. Returns Fed (something was fed), Ended (the reply is over) or Nothing (a draw is next).
+  enum class Forced : uint8_t { Nothing, Fed, Ended };
+  Forced feedForced(const std::vector<Symbol>& symbols, double constraintStart) {
+    std::vector<uint32_t> ids = forcedTokens(symbols);
+    if (!endsReply(ids) && !ids.empty() && !isMarkerId(ids.back())) ids.pop_back();
+    if (ids.empty()) return Forced::Nothing;
     for (uint32_t id : ids)
       if (!model.table().accept(*matcher, id))
         throw Error("session: forced token " + str(id) + " is not accepted by the call grammar");
@@ -564,7 +572,19 @@ struct Session::Run {
     const bool done = matcher->done() || tokensLeft() == 0;
     const size_t run = done ? ids.size() - 1 : ids.size();  // the reply's last token is never fed
     if (run) backend.feed(std::span<const uint32_t>(ids.data(), run), !done);
-    return done;
+    return done ? Forced::Ended : Forced::Fed;
+  }
+
+  // Whether taking `ids` from the matcher's state finishes the reply.
+  bool endsReply(const std::vector<uint32_t>& ids) const {
+    Matcher probe = *matcher;
+    for (uint32_t id : ids)
+      if (!model.table().accept(probe, id)) return false;
+    return probe.done();
+  }
+  bool isMarkerId(uint32_t id) const {
+    const std::vector<Symbol>& symbols = model.table().symbols(id);
+    return symbols.size() == 1 && isMarker(symbols[0]);
   }
 
   // The budget mask at the matcher's state, widened to the model's vocabulary.
@@ -587,8 +607,9 @@ struct Session::Run {
         const double c0 = backend.nowMs();
         const std::vector<Symbol> forced = matcher->forcedSymbols();
         if (!forced.empty()) {
-          if (feedForced(forced, c0)) break;
-          continue;
+          const Forced fed = feedForced(forced, c0);
+          if (fed == Forced::Ended) break;
+          if (fed == Forced::Fed) continue;
         }
         mask = budgetMask();
         env.constraintMs += backend.nowMs() - c0;
