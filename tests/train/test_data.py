@@ -17,6 +17,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -71,6 +72,30 @@ class Determinism(unittest.TestCase):
             lines = outs[0]["train.jsonl"].decode("utf-8").splitlines()
             self.assertEqual(len(lines), 1500)
             self.assertEqual(list(json.loads(lines[0])), data.KEYS)
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_output_does_not_depend_on_the_string_hash_seed(self):
+        # Python randomises string hashing per process, and with it the iteration order of sets of
+        # strings: data.py in two processes with different PYTHONHASHSEED must write the same bytes.
+        tmp = tempfile.mkdtemp()
+        try:
+            outs = []
+            for hash_seed, extra in (("1", []), ("2", []), ("1", ["--group", "4"]), ("3", ["--group", "4"])):
+                out = os.path.join(tmp, f"{hash_seed}{len(extra)}")
+                env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+                subprocess.run([sys.executable, os.path.join(ROOT, "tools", "train", "data.py"), "--seed", "1",
+                                "--train", "300", "--eval", "20", "--out", out] + extra,
+                               env=env, check=True, capture_output=True)
+                files = {}
+                for name in sorted(os.listdir(out)):
+                    with open(os.path.join(out, name), "rb") as f:
+                        files[name] = f.read()
+                outs.append(files)
+            self.assertEqual(len(outs[0]), 6)
+            self.assertEqual(outs[0], outs[1])
+            self.assertEqual(outs[2], outs[3])
+            self.assertNotEqual(outs[0]["train.jsonl"], outs[2]["train.jsonl"])
         finally:
             shutil.rmtree(tmp)
 

@@ -329,7 +329,7 @@ class Generator:
         banned = set()
         for c in clauses:
             banned |= excluded_families(c.family, none)
-        near = [n for c in clauses if c.family in F.BY_NAME for n in F.BY_NAME[c.family].near
+        near = [n for c in clauses if c.family in F.BY_NAME for n in sorted(F.BY_NAME[c.family].near)
                 if n not in banned and F.BY_NAME.get(n) in spec.distractor_families]
         invented = [c.inv for c in clauses if c.inv is not None]
         vocab = self.vocab[spec.invented_held]
@@ -807,7 +807,7 @@ def check_splits(splits):
                 if isinstance(value, str) and value in F.HELD_VALUES:
                     problems.append(f"{ex['id']}: held-out value {value!r} is a training argument")
     held_inv = I.HELD_WORDS
-    for name in train_names:
+    for name in sorted(train_names):
         bad = set(F.name_words(name)) & held_inv
         if bad:
             problems.append(f"tool {name!r} in train uses held-out invented word {sorted(bad)[0]!r}")

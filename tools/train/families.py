@@ -215,7 +215,7 @@ class Family:
         """Slot values for `template`, within `variant`'s constraints; raises Unfillable."""
         cons = variant.constraints(template)
         values = {}
-        for s in template.slots:
+        for s in template.slot_order:
             sv = self.slots[s].sample(rng, held, cons.get(s))
             if sv is not None:
                 values[s] = sv

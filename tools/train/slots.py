@@ -320,7 +320,10 @@ class Template:
             pos = m.end()
         if pos < len(text):
             self.parts.append(text[pos:])
-        self.slots = frozenset(p[0] for p in self.parts if isinstance(p, tuple))
+        # The slots in the order they first appear: values are drawn in this order, so the random
+        # stream never depends on Python's string hashing (a set's iteration order does).
+        self.slot_order = tuple(dict.fromkeys(p[0] for p in self.parts if isinstance(p, tuple)))
+        self.slots = frozenset(self.slot_order)
         self.literals = [p for p in self.parts if isinstance(p, str)]
         last = self.parts[-1]
         # Ends with a slot: no polite suffix or full stop may follow (it could be read as part of it).
