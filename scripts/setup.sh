@@ -4,7 +4,8 @@
 #
 # Always: the C++ toolchain and libraries, wabt (engine.wat), emscripten (the tool-call library is
 # built to wasm for the page), and Debian's Python with PyTorch for tools/train/ (python3-torch runs
-# on a generic BLAS unless libopenblas0-pthread is installed: about 3x slower training).
+# on a generic BLAS unless libopenblas0-pthread is installed: about 3x slower training), and the
+# wamerican word list that training values are built from (tools/train/wordlists.py).
 set -euo pipefail
 
 packages=()
@@ -24,6 +25,7 @@ need python3-torch /usr/lib/python3/dist-packages/torch/__init__.py
 need python3-numpy /usr/lib/python3/dist-packages/numpy/__init__.py
 need python3-sentencepiece /usr/lib/python3/dist-packages/sentencepiece/__init__.py
 need python3-matplotlib /usr/lib/python3/dist-packages/matplotlib/__init__.py
+need wamerican /usr/share/dict/american-english
 need libopenblas0-pthread /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0
 for arg in "$@"; do
   case "$arg" in

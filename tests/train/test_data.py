@@ -9,6 +9,7 @@ holdouts, the exact prompt and target text, and the token ids of a tokenizer tra
 settings.
 """
 
+import collections
 import contextlib
 import copy
 import io
@@ -32,6 +33,7 @@ import render  # noqa: E402
 import schema  # noqa: E402
 import slots  # noqa: E402
 import tokenizer  # noqa: E402
+import wordlists as W  # noqa: E402
 
 SEED = 7
 N_TRAIN = 6000
@@ -228,6 +230,16 @@ class Checks(unittest.TestCase):
             s["C"][0]["calls"] = [copy.deepcopy(a_example["calls"][0])]
         self.assertIn("a split-C example has calls", self.problems_after(with_calls_in_c))
 
+        def with_a_value_in_train(s):
+            a_value = next(v for ex in s["A"] for v in data.novel_values(ex))
+            ex = s["train"][idx]
+            args = ex["calls"][0]["arguments"]
+            key = next(k for k, v in args.items() if isinstance(v, str))
+            args[key] = a_value
+            ex["query"] += " " + a_value
+        self.assertIn("is also a training argument (split A's values are new)",
+                      self.problems_after(with_a_value_in_train))
+
 
 def by_name(ex):
     return {t["name"]: t for t in ex["tools"]}
@@ -313,27 +325,33 @@ class Holdouts(unittest.TestCase):
             self.assertNotIn(frag, train_queries)
         for ex in SPLITS["A"]:
             self.assertTrue(data.HELD_FRAGMENT_RE.search(ex["query"].lower()), ex["query"])
-        train_values = set()
+        curated_train = set()
         for f in F.TRAIN_FAMILIES:
             for kind in f.slots.values():
-                for c in F._choices(kind):
-                    train_values.update(c.train)
+                for c in F.value_lists(kind):
+                    curated_train.update(c.train)
         for ex in SPLITS["train"]:
             for call in ex["calls"]:
                 for v in call["arguments"].values():
                     self.assertNotIn(v, F.HELD_VALUES if isinstance(v, str) else ())
-        used_held = 0
-        families = family_of_tool()
+        # Every value of a value source in A is new: never a training argument, never a training
+        # value of a curated list; some are held-out curated values, most are built.
+        train_arguments = data.string_arguments(SPLITS["train"])
+        used_held = built = 0
         for ex in SPLITS["A"]:
-            for call in ex["calls"]:
-                if call["name"] not in families:
-                    continue  # invented tools draw their values from their own lists
-                props = by_name(ex)[call["name"]]["parameters"]["properties"]
-                for k, v in call["arguments"].items():
-                    if isinstance(v, str) and "enum" not in props[k]:
-                        self.assertNotIn(v, train_values, ex["id"])
-                        used_held += v in F.HELD_VALUES
-        self.assertGreater(used_held, N_EVAL // 2)
+            for v in data.novel_values(ex):
+                self.assertNotIn(v, train_arguments, ex["id"])
+                self.assertNotIn(v, curated_train, ex["id"])
+                used_held += v in F.HELD_VALUES
+                built += v not in F.HELD_VALUES
+        self.assertGreater(used_held, 10)
+        self.assertGreater(built, 4 * used_held)
+        # The values novel_values finds: family parameters that copy names, places, free text ...
+        # and invented tools' free strings; not dates, times, units or enum words.
+        ex = {"tools": [F.BY_NAME["calendar_event"].variants[1].tool(random.Random(1))],
+              "calls": [{"name": "calendar.add", "arguments": {"summary": "Lantern review", "day": "Friday",
+                                                                "start_time": "7pm", "location": "12 Myron Lane"}}]}
+        self.assertEqual(data.novel_values(ex), ["Lantern review", "12 Myron Lane"])
         combos = {frozenset(t["name"] for t in ex["tools"]) for ex in SPLITS["train"]}
         for ex in SPLITS["A"]:
             self.assertNotIn(frozenset(t["name"] for t in ex["tools"]), combos)
@@ -516,6 +534,133 @@ class Grouped(unittest.TestCase):
             splits["A"][0]["group"] = 0
         self.assertIn("a split-A example has a group", problems_after(in_a))
         self.assertEqual(problems_after(lambda *_: None), "")
+
+
+class ValueSources(unittest.TestCase):
+    """Copied values are high-entropy: curated lists, the word source and pseudo-words."""
+
+    def test_values_rarely_repeat(self):
+        splits = data.generate(SEED + 100, 10000, 10)
+        stats = data.value_statistics(splits["train"])
+        self.assertGreater(stats["copied"], 6000)
+        self.assertLessEqual(stats["max_repeat"], 8, stats["most_repeated"])
+        self.assertGreater(stats["distinct"] / stats["copied"], 0.9)
+        values = [v for ex in splits["train"] for v in data.novel_values(ex)]
+        # Some values hold non-ASCII letters, CJK or Cyrillic, digits; free text runs to 7 words.
+        self.assertGreater(sum(not v.isascii() for v in values) / len(values), 0.03)
+        self.assertTrue(any(re.search("[\u4e00-\u9fff]", v) for v in values))
+        self.assertTrue(any(re.search("[\u0400-\u04ff]", v) for v in values))
+        self.assertGreater(sum(bool(re.search("[0-9]", v)) for v in values) / len(values), 0.05)
+        self.assertEqual(max(len(v.split()) for v in values), 7)
+
+    def test_source_shares(self):
+        # A long curated list takes 25% of draws, a shorter one proportionally less; the rest is
+        # built from the word source's words (45%) or from pseudo-words (30%).
+        rng = random.Random(2)
+        for values in (F.PERSON, F.BY_NAME["email"].slots["subject"], I.VALUES):
+            curated = 25 * values.curated_share * min(1, len(values.train) / slots.CURATED_FULL)
+            n = 20000
+            counts = collections.Counter(values.sample_source(rng) for _ in range(n))
+            total = curated + 45 + 30
+            for source, weight in zip(slots.SOURCES, (curated, 45, 30)):
+                self.assertAlmostEqual(counts[source] / n, weight / total, delta=0.012, msg=source)
+        self.assertLess(I.VALUES.curated_share, 1)
+        # Values built from the word source are dictionary words; pseudo-words almost never are.
+        words = {w.lower() for w in slots.WORD_SOURCE.common + slots.WORD_SOURCE.proper}
+        for lexicon, low, high in (("words", 0.85, 1.0), ("pseudo", 0.0, 0.1)):
+            found = [w.lower() in words for _ in range(2000)
+                     for w in slots.person_name(rng, slots.LEXICONS[lexicon]).split()]
+            self.assertTrue(low <= sum(found) / len(found) <= high, (lexicon, sum(found) / len(found)))
+
+    def test_word_source(self):
+        source = slots.WORD_SOURCE
+        self.assertGreater(len(source.common), 50000)
+        self.assertGreater(len(source.proper), 8000)
+        self.assertTrue(all(re.fullmatch("[a-z]{3,12}", w) for w in source.common))
+        self.assertTrue(all(w[0].isupper() and w[1:].islower() and w.isalpha() and 3 <= len(w) <= 12
+                            for w in source.proper))
+        self.assertIn("lantern", source.common)
+        self.assertNotIn("murder", source.common)
+        self.assertFalse(any(W.blocked(w.lower()) for w in source.common + source.proper))
+        missing = W.WordSource("/nonexistent/american-english")
+        with self.assertRaisesRegex(RuntimeError, "word source /nonexistent/american-english is missing: .*wamerican"):
+            missing.common
+
+    def test_a_missing_word_source_is_a_clear_error(self):
+        saved = slots.WORD_SOURCE
+        slots.WORD_SOURCE = W.WordSource("/nonexistent/words")
+        err = io.StringIO()
+        try:
+            tmp = tempfile.mkdtemp()
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                rc = data.main(["--seed", "1", "--train", "50", "--eval", "5", "--out", tmp])
+            self.assertEqual(os.listdir(tmp), [])
+            shutil.rmtree(tmp)
+        finally:
+            slots.WORD_SOURCE = saved
+        self.assertEqual(rc, 1)
+        self.assertIn("word source /nonexistent/words is missing", err.getvalue())
+
+    def test_built_values_keep_the_rules(self):
+        rng = random.Random(4)
+        self.assertLessEqual({"unlock", "celsius", "whatsapp", "shuffle", "tomorrow", "forty", "minutes",
+                              "usd", "spanish", "economy"}, slots.RULES.request_words)
+        for lex in slots.LEXICONS.values():
+            for _ in range(3000):
+                w, name = lex.word(rng), lex.name(rng)
+                self.assertNotIn(w, slots.RULES.request_words)
+                self.assertNotIn(name.lower(), slots.RULES.request_words)
+        builders = [getattr(slots, n) for n in ("person_name", "city_name", "place_name", "restaurant_name",
+                    "artist_name", "song_title", "playlist_name", "genre_name", "show_name", "company_name",
+                    "event_title", "short_label", "task_text", "message_text", "subject_text", "note_text",
+                    "search_text", "phrase_text", "item_name", "room_name", "door_name", "device_name",
+                    "colour_name", "topic_name", "news_source", "activity_name", "dish_name", "email_address",
+                    "phone_number", "invented_value", "ticker")]
+        for build in builders:
+            for _ in range(300):
+                v = build(rng, slots.LEXICONS[rng.choice(("words", "pseudo"))])
+                self.assertTrue(v and v == v.strip() and '"' not in v, (build.__name__, v))
+                self.assertNotRegex(v, r"[.,;:!?]$", (build.__name__, v))
+                self.assertLessEqual(len(v.split()), 7, (build.__name__, v))
+        for _ in range(300):
+            self.assertRegex(slots.email_address(rng, slots.LEXICONS["words"]), r"^[a-z0-9._-]+@[a-z-]+\.[a-z.]+$")
+            self.assertRegex(slots.ticker(rng, None), r"^[A-Z]{2,5}$")
+            self.assertGreaterEqual(len(re.findall("[0-9]", slots.phone_number(rng, None))), 7)
+        # A split-B word never gets into a value, not even through an accented letter ("stocké").
+        self.assertFalse(slots.RULES.allows("Stocké Lane", False))
+        self.assertFalse(slots.RULES.allows(sorted(F.HELD_VALUES)[0], False))
+        self.assertTrue(slots.RULES.allows(sorted(F.HELD_VALUES)[0], True))
+
+    def test_numbers_range_widely_and_few_are_converted(self):
+        for split in ("train", "A"):
+            share = data.statistics(SPLITS)[split]["share_numbers_converted"]
+            self.assertTrue(0.08 <= share <= 0.22, (split, share))
+        numbers = [v for ex in SPLITS["train"] for c in ex["calls"] for v in c["arguments"].values()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        self.assertGreater(max(numbers), 10000)
+        self.assertGreater(len(set(numbers)) / len(numbers), 0.3)
+        self.assertGreater(sum(n > 99 for n in numbers) / len(numbers), 0.2)
+        # Durations: mostly the parameter's own unit over a wide range; 15% a larger unit, small.
+        rng = random.Random(6)
+        converted = 0
+        for _ in range(3000):
+            sv = slots.Duration().sample(rng, False, 60)
+            self.assertEqual(sv.value % 60, 0)
+            if "hour" in sv.text:
+                converted += 1
+                self.assertLessEqual(sv.value, 12 * 3600, sv.text)
+        self.assertAlmostEqual(converted / 3000, 0.15, delta=0.025)
+        self.assertGreater(max(slots.Duration().sample(rng, False, 60).value for _ in range(3000)), 300 * 60)
+
+    def test_times_and_dates_in_many_formats(self):
+        rng = random.Random(8)
+        shape = lambda text: re.sub("[0-9]+", "9", text)  # noqa: E731
+        times = {shape(slots.TimeOfDay().sample(rng, False).text) for _ in range(3000)}
+        self.assertGreater(len(times), 25, sorted(times))
+        self.assertLessEqual({"9:9", "9:9 pm", "9.9pm", "9 pm", "9pm", "noon", "half past 9", "9h9"}, times)
+        days = {shape(slots.Day().sample(rng, False).copy) for _ in range(3000)}
+        self.assertGreater(len(days), 40)
+        self.assertLessEqual({"tomorrow", "Friday", "next week", "9-9-9", "9/9", "9.9.9", "in 9 days"}, days)
 
 
 class Conventions(unittest.TestCase):

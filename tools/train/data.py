@@ -35,7 +35,8 @@ import invented as I  # noqa: E402
 import wordlists as W  # noqa: E402
 from render import tools_json  # noqa: E402
 from schema import check_tool, validate_call  # noqa: E402
-from slots import Template, Unfillable, json_number, number_words, pick, render, weighted  # noqa: E402
+from slots import (SOURCE_WEIGHTS, SOURCES, Template, Unfillable, json_number, number_words, pick,  # noqa: E402
+                   render, weighted)
 
 SPLITS = ("train", "A", "B", "C")
 
@@ -590,6 +591,7 @@ def generate(seed, n_train, n_eval, log=None, group=1):
     gen = Generator(seed)
     counts = {"train": n_train, "A": n_eval, "B": n_eval, "C": n_eval}
     seen_keys = set()
+    train_values = set()  # string arguments of the training split, once it is made
     query_split = {}
     train_combos = set()
     splits = {}
@@ -603,6 +605,11 @@ def generate(seed, n_train, n_eval, log=None, group=1):
             if made is None or made == [None]:
                 rejected["unfillable"] += 1
                 continue
+            if split == "A":
+                made = [ex for ex in made if not any(v in train_values for v in novel_values(ex))]
+                if not made:
+                    rejected["value seen in train"] += 1
+                    continue
             kept = 0
             for ex in made:
                 key = example_key(ex)
@@ -632,6 +639,8 @@ def generate(seed, n_train, n_eval, log=None, group=1):
                 kept += 1
             groups += kept > 0
         splits[split] = out
+        if split == "train":
+            train_values = string_arguments(out)
         if log:
             extra = f", {groups} groups" if grouped else ""
             log(f"data: {split}: {len(out)} examples{extra} ({dict(rejected) or 'none'} rejected)")
@@ -642,6 +651,33 @@ def generate(seed, n_train, n_eval, log=None, group=1):
 
 
 # --- checks ----------------------------------------------------------------------------------------
+
+def string_arguments(examples):
+    """Every string argument value of the examples' calls."""
+    return {v for ex in examples for call in ex["calls"] for v in call["arguments"].values() if isinstance(v, str)}
+
+
+def novel_values(ex):
+    """The values of `ex`'s calls that come from value sources: a family parameter that copies a
+    Values slot (names, places, free text ...: families.is_value_source), and every string parameter
+    of an invented tool that has no enum. In split A each of them is new: never a training argument."""
+    out = []
+    tools = {t["name"]: t for t in ex["tools"]}
+    for call in ex["calls"]:
+        variant = VARIANTS.get(call["name"])
+        if variant is None:  # an invented tool
+            props = tools.get(call["name"], {}).get("parameters", {}).get("properties", {})
+            out += [v for k, v in call["arguments"].items()
+                    if isinstance(v, str) and "enum" not in props.get(k, {})]
+            continue
+        params = {p.name: p for p in variant.params}
+        for key, value in call["arguments"].items():
+            p = params.get(key)
+            if p is not None and p.conv == "copy" and isinstance(value, str) \
+                    and all(F.is_value_source(variant.family.slots[s]) for s in p.slots):
+                out.append(value)
+    return out
+
 
 KEYS = ["id", "split", "family", "system", "tools", "query", "calls"]
 
@@ -815,6 +851,12 @@ def check_splits(splits):
     for ex in splits.get("A", []):
         if frozenset(t["name"] for t in ex["tools"]) in combos:
             problems.append(f"{ex['id']}: its tool combination is in train")
+    # Split A's values are new: no value of a value source is a training argument.
+    train_values = string_arguments(train)
+    for ex in splits.get("A", []):
+        for value in novel_values(ex):
+            if value in train_values:
+                problems.append(f"{ex['id']}: value {value!r} is also a training argument (split A's values are new)")
     return problems
 
 
@@ -840,12 +882,39 @@ def statistics(splits):
                                                for ex in examples) / max(n, 1), 4),
             "share_system": round(sum(bool(ex["system"]) for ex in examples) / max(n, 1), 4),
             "mean_query_chars": round(sum(len(ex["query"]) for ex in examples) / max(n, 1), 1),
+            "share_numbers_converted": share_numbers_converted(examples),
+            "values": value_statistics(examples),
         }
         if examples and "group" in examples[0]:
             groups = Counter(ex["group"] for ex in examples)
             out[split]["groups"] = len(groups)
             out[split]["group_sizes"] = {str(k): v for k, v in sorted(Counter(groups.values()).items())}
     return out
+
+
+def share_numbers_converted(examples):
+    """The share of numeric arguments that are not written in the request as digits (number words,
+    "an hour", a duration in a larger unit), rounded to 4 places."""
+    numbers = converted = 0
+    for ex in examples:
+        stated = None
+        for call in ex["calls"]:
+            for v in call["arguments"].values():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    if stated is None:
+                        stated = {json_number(m) for m in _DIGITS.findall(ex["query"])}
+                    numbers += 1
+                    converted += v not in stated
+    return round(converted / max(numbers, 1), 4)
+
+
+def value_statistics(examples):
+    """How varied the copied values of value sources are (novel_values): how many, how many
+    distinct, and the most repeated."""
+    counts = Counter(v for ex in examples for v in novel_values(ex))
+    top = counts.most_common(5)
+    return {"copied": sum(counts.values()), "distinct": len(counts),
+            "max_repeat": top[0][1] if top else 0, "most_repeated": [[v, c] for v, c in top]}
 
 
 def manifest(seed, counts):
@@ -859,6 +928,8 @@ def manifest(seed, counts):
         | {"invented": [t.text for t in held_templates() if t.family == "invented"]},
         "held_out_template_fragments": sorted(set(HELD_FRAGMENTS)),
         "held_out_values": sorted(F.HELD_VALUES),
+        "value_sources": dict(zip(SOURCES, SOURCE_WEIGHTS)),
+        "word_source": W.WORD_SOURCE.describe(),
         "held_out_invented_words": sorted(I.HELD_WORDS),
     }
 

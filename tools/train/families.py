@@ -24,8 +24,9 @@ training prompt. The other families have held-out templates (held_imp, held_othe
 import re
 
 import wordlists as W
-from slots import (Amount, Choice, Day, Duration, Flag, Integer, Person, SlotValue, Template,
-                   TimeOfDay, Unfillable, When, Word, pick, say_int)
+import slots as S
+from slots import (WORDS_P, Amount, Day, Duration, Flag, Integer, Person, SlotValue, Template, TimeOfDay,
+                   Unfillable, Values, When, Word, pick, say_int)
 
 # --- parameters and variants ------------------------------------------------------------------------
 
@@ -227,6 +228,10 @@ class Family:
 # --- shared slot kinds ------------------------------------------------------------------------------
 
 PERSON = Person(W.FIRST_NAMES, W.SURNAMES, W.FAMILY_CONTACTS)
+PLACES = Values(W.PLACES, S.place_name)
+CITIES = Values(W.CITIES, S.city_name)
+ROOMS = Values(W.ROOMS, S.room_name)
+MESSAGES = Values(W.MESSAGES, S.message_text, free=True)
 DUR = Duration()
 TIME = TimeOfDay()
 DAY = Day()
@@ -251,7 +256,7 @@ class Either:
 class Pick:
     """An integer from a list of values (temperatures in Celsius or Fahrenheit)."""
 
-    def __init__(self, values, fmts=("{}",), words_p=0.15):
+    def __init__(self, values, fmts=("{}",), words_p=WORDS_P):
         self.values, self.fmts, self.words_p = list(values), fmts, words_p
 
     def sample(self, rng, held, allowed=None):
@@ -289,7 +294,7 @@ def family(*args, **kwargs):
 
 family(
     "timer", near=("alarm", "reminder", "do_not_disturb"),
-    slots={"dur": DUR, "label": Choice(W.TIMER_LABELS, free=True)},
+    slots={"dur": DUR, "label": Values(W.TIMER_LABELS, S.short_label, free=True)},
     variants=[
         V("set_timer", "Start a countdown timer.|Set a timer for some minutes.",
           P("minutes", "integer", "dur", req=True, conv="dur_m"),
@@ -328,7 +333,7 @@ family(
 
 family(
     "alarm", near=("timer", "reminder"),
-    slots={"time": TIME, "label": Choice(W.ALARM_LABELS, free=True), "day": DAY,
+    slots={"time": TIME, "label": Values(W.ALARM_LABELS, S.short_label, free=True), "day": DAY,
            "daily": only_true("every day", "daily")},
     variants=[
         V("set_alarm", "Set an alarm.|Set an alarm clock for a time.",
@@ -359,7 +364,7 @@ family(
 
 family(
     "reminder", near=("alarm", "calendar_event", "timer", "note"),
-    slots={"task": Choice(W.TASKS, free=True), "when": WHEN, "time": TIME, "day": DAY},
+    slots={"task": Values(W.TASKS, S.task_text, free=True), "when": WHEN, "time": TIME, "day": DAY},
     variants=[
         V("create_reminder", "Create a reminder.|Remind the user about a task.",
           P("text", "string", "task", req=True), P("time", "string", "time"),
@@ -387,9 +392,9 @@ family(
 
 family(
     "calendar_event", near=("reminder",),
-    slots={"title": Choice(W.EVENT_TITLES, free=True), "day": DAY, "time": TIME,
-           "person": PERSON, "place": Choice(W.PLACES),
-           "length": Duration({"minute": (15, 90), "hour": (1, 4)})},
+    slots={"title": Values(W.EVENT_TITLES, S.event_title, free=True), "day": DAY, "time": TIME,
+           "person": PERSON, "place": PLACES,
+           "length": Duration({"minute": (15, 240)}, {"hour": (1, 4)})},
     variants=[
         V("create_event", "Add an event to the calendar.",
           P("title", "string", "title", req=True), P("date", "string", "day", req=True),
@@ -424,7 +429,7 @@ _PLATFORMS = Word(["sms", "whatsapp", "signal", "telegram"],
 
 family(
     "message", conflicts=("email",), near=("phone_call",),
-    slots={"person": PERSON, "msg": Choice(W.MESSAGES, free=True), "platform": _PLATFORMS,
+    slots={"person": PERSON, "msg": MESSAGES, "platform": _PLATFORMS,
            "urgent": only_true("urgent")},
     variants=[
         V("send_message", "Send a text message.|Send a message to a contact.",
@@ -456,7 +461,7 @@ family(
 
 family(
     "phone_call", near=("message",),
-    slots={"person": PERSON, "number": Choice(W.PHONE_NUMBERS), "video": only_true("video"),
+    slots={"person": PERSON, "number": Values(W.PHONE_NUMBERS, S.phone_number), "video": only_true("video"),
            "speaker": only_true("on speaker", "on speakerphone")},
     variants=[
         V("call_contact", "Place a phone call to a contact.", P("name", "string", "person", req=True)),
@@ -480,8 +485,8 @@ family(
 
 family(
     "email", conflicts=("message",),
-    slots={"recipient": Either(PERSON, Choice(W.EMAIL_ADDRESSES)),
-           "subject": Choice(W.EMAIL_SUBJECTS, free=True), "body": Choice(W.MESSAGES, free=True)},
+    slots={"recipient": Either(PERSON, Values(W.EMAIL_ADDRESSES, S.email_address)),
+           "subject": Values(W.EMAIL_SUBJECTS, S.subject_text, free=True), "body": MESSAGES},
     variants=[
         V("send_email", "Send an email.",
           P("to", "string", "recipient", req=True), P("subject", "string", "subject"),
@@ -510,7 +515,7 @@ _MODES = Word(["driving", "walking", "cycling", "transit"])
 
 family(
     "navigation", near=("ride",),
-    slots={"dest": Choice(W.PLACES), "origin": Choice(W.PLACES), "mode": _MODES,
+    slots={"dest": PLACES, "origin": PLACES, "mode": _MODES,
            "tolls": only_true("avoiding tolls", "with no tolls", "without toll roads")},
     joint=_distinct("origin", "dest"),
     variants=[
@@ -538,9 +543,9 @@ family(
 
 family(
     "ride", near=("navigation",),
-    slots={"dest": Choice(W.PLACES), "origin": Choice(W.PLACES),
+    slots={"dest": PLACES, "origin": PLACES,
            "tier": Word(["standard", "comfort", "XL", "green"]),
-           "pax": Integer(2, 6), "time": TIME},
+           "pax": Integer(2, 12), "time": TIME},
     joint=_distinct("origin", "dest"),
     variants=[
         V("book_ride", "Book a ride to a destination.",
@@ -570,7 +575,7 @@ _TEMP_UNITS = Word(["celsius", "fahrenheit"], forms={"celsius": ["Celsius", "cel
 
 family(
     "weather",
-    slots={"city": Choice(W.CITIES), "day": DAY, "unit": _TEMP_UNITS},
+    slots={"city": CITIES, "day": DAY, "unit": _TEMP_UNITS},
     variants=[
         V("get_weather", "Get the current weather.|Current weather for a location.",
           P("location", "string", "city", req=True),
@@ -592,13 +597,12 @@ family(
                 "how's the sky looking over {city}?"],
 )
 
-_PCT = Integer(5, 100, fmt="{}%", step=5)
-_PCT_FORMS = [Integer(5, 100, fmt="{}%", step=5), Integer(5, 100, fmt="{} percent", step=5)]
+_PCT_FORMS = [Integer(1, 100, fmt="{}%"), Integer(1, 100, fmt="{} percent")]
 
 family(
     "lights",
-    slots={"room": Choice(W.ROOMS), "power": POWER, "pct": Either(*_PCT_FORMS),
-           "color": Word(["red", "blue", "green", "warm white", "purple", "orange", "yellow", "pink"])},
+    slots={"room": ROOMS, "power": POWER, "pct": Either(*_PCT_FORMS),
+           "color": Values(W.COLOURS, S.colour_name)},
     variants=[
         V("set_light", "Turn a room's lights on or off.",
           P("room", "string", "room", req=True), P("on", "boolean", "power", req=True)),
@@ -631,11 +635,11 @@ family(
     held_other=["any chance you could switch {power} the {room} lamps?"],
 )
 
-_TEMPS = Pick(list(range(16, 29)) + list(range(62, 79)))
+_TEMPS = Pick(list(range(10, 33)) + list(range(50, 91)))
 
 family(
     "thermostat",
-    slots={"temp": _TEMPS, "mode": Word(["heat", "cool", "auto", "eco"]), "room": Choice(W.ROOMS)},
+    slots={"temp": _TEMPS, "mode": Word(["heat", "cool", "auto", "eco"]), "room": ROOMS},
     variants=[
         V("set_thermostat", "Set the thermostat temperature.", P("temperature", "integer", "temp", req=True)),
         V("climate.set_temperature", "Set target temperature and mode.",
@@ -662,7 +666,7 @@ family(
 
 family(
     "door_lock",
-    slots={"door": Choice(W.DOORS), "lock": Flag({"": (["lock"], ["unlock"])})},
+    slots={"door": Values(W.DOORS, S.door_name), "lock": Flag({"": (["lock"], ["unlock"])})},
     variants=[
         V("set_lock", "Lock or unlock a door.",
           P("door", "string", "door", req=True), P("locked", "boolean", "lock", req=True)),
@@ -683,8 +687,8 @@ family(
 
 family(
     "music_play", near=("volume", "podcasts"),
-    slots={"song": Choice(W.SONGS, free=True), "artist": Choice(W.ARTISTS),
-           "playlist": Choice(W.PLAYLISTS), "genre": Choice(W.GENRES),
+    slots={"song": Values(W.SONGS, S.song_title, free=True), "artist": Values(W.ARTISTS, S.artist_name),
+           "playlist": Values(W.PLAYLISTS, S.playlist_name), "genre": Values(W.GENRES, S.genre_name),
            "shuffle": Flag({"": (["shuffle"], []), "on": (["on shuffle", "shuffled"], [])}, only=True)},
     variants=[
         V("play_music", "Play a song, artist or playlist.",
@@ -710,10 +714,10 @@ family(
 
 family(
     "volume", near=("music_play",),
-    slots={"level": Either(Integer(0, 100, fmt="{}"), Integer(0, 100, fmt="{}%", step=5),
-                           Integer(0, 100, fmt="{} percent", step=5)),
-           "device": Choice(["TV", "kitchen speaker", "soundbar", "bedroom speaker", "radio",
-                             "headphones", "car stereo", "office speaker"]),
+    slots={"level": Either(Integer(0, 100, fmt="{}"), Integer(0, 100, fmt="{}%"),
+                           Integer(0, 100, fmt="{} percent")),
+           "device": Values(["TV", "kitchen speaker", "soundbar", "bedroom speaker", "radio",
+                             "headphones", "car stereo", "office speaker"], S.device_name),
            "mute": Flag({"": (["mute"], ["unmute"])})},
     variants=[
         V("set_volume", "Set the playback volume.",
@@ -737,9 +741,9 @@ family(
 
 family(
     "note", near=("shopping_list", "reminder"),
-    slots={"note": Choice(W.NOTES, free=True),
-           "title": Choice(["Garden", "Work", "Trip", "House", "Kids", "Car", "Books", "Ideas", "Health",
-                            "Weekend", "Moving"], free=True),
+    slots={"note": Values(W.NOTES, S.note_text, free=True),
+           "title": Values(["Garden", "Work", "Trip", "House", "Kids", "Car", "Books", "Ideas", "Health",
+                            "Weekend", "Moving"], S.note_title, free=True),
            "folder": Word(["work", "personal", "ideas", "travel", "home"]),
            "pinned": only_true("pinned")},
     variants=[
@@ -762,8 +766,8 @@ family(
 
 family(
     "shopping_list", near=("note",),
-    slots={"item": Choice(W.SHOPPING_ITEMS), "qty": Integer(2, 12),
-           "list": Choice(["grocery", "hardware", "pharmacy", "party", "weekly", "camping"])},
+    slots={"item": Values(W.SHOPPING_ITEMS, S.item_name), "qty": Integer(2, 200, log=True),
+           "list": Values(["grocery", "hardware", "pharmacy", "party", "weekly", "camping"], S.list_name)},
     variants=[
         V("add_to_shopping_list", "Add an item to the shopping list.", P("item", "string", "item", req=True)),
         V("shopping.add", "Put something on the shopping list.",
@@ -787,7 +791,7 @@ INFO_FAMILIES = ("weather", "news", "translate", "unit_convert", "currency_conve
 
 family(
     "web_search", conflicts=INFO_FAMILIES + ("chitchat",),
-    slots={"q": Choice(W.SEARCH_QUERIES, free=True), "n": Integer(3, 10)},
+    slots={"q": Values(W.SEARCH_QUERIES, S.search_text, free=True), "n": Integer(2, 100, log=True)},
     variants=[
         V("web_search", "Search the web.", P("query", "string", "q", req=True)),
         V("search.web", "Search the internet for pages.",
@@ -804,11 +808,11 @@ family(
     held_other=["what comes up online for {q}?"],
 )
 
-_LANG = Word(W.LANGUAGES)
+_LANG = Word(W.LANGUAGES, novel=S.language_name, novel_p=0.3)
 
 family(
     "translate", conflicts=("web_search",),
-    slots={"phrase": Choice(W.PHRASES, free=True), "lang": _LANG, "src": _LANG},
+    slots={"phrase": Values(W.PHRASES, S.phrase_text, free=True), "lang": _LANG, "src": _LANG},
     joint=_distinct("lang", "src"),
     variants=[
         V("translate", "Translate text into another language.",
@@ -834,7 +838,7 @@ family(
 
 family(
     "unit_convert", near=("currency_convert",), conflicts=("web_search",),
-    slots={"v": Amount(1, 500), "ufrom": Fixed(), "uto": Fixed()},
+    slots={"v": Amount(1, 100000), "ufrom": Fixed(), "uto": Fixed()},
     joint=_unit_pair,
     variants=[
         V("convert_units", "Convert a value between units.",
@@ -855,12 +859,12 @@ family(
     held_other=["I've got {v} {ufrom}, what's that in {uto}?"],
 )
 
-_CUR = Word(W.CURRENCIES)
+_CUR = Word(W.CURRENCIES, novel=S.currency_code, novel_p=0.25)
 _CUR_ENUM = ["USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "SEK", "INR", "CNY"]
 
 family(
     "currency_convert", near=("unit_convert", "payment"), conflicts=("web_search",),
-    slots={"amount": Amount(1, 5000), "cfrom": _CUR, "cto": _CUR},
+    slots={"amount": Amount(1, 1000000), "cfrom": _CUR, "cto": _CUR},
     joint=_distinct("cfrom", "cto"),
     variants=[
         V("convert_currency", "Convert money between currencies.",
@@ -886,8 +890,8 @@ family(
 
 family(
     "payment", near=("currency_convert",),
-    slots={"person": PERSON, "amount": Amount(1, 500), "cur": _CUR,
-           "pnote": Choice(W.PAYMENT_NOTES, free=True)},
+    slots={"person": PERSON, "amount": Amount(1, 50000), "cur": _CUR,
+           "pnote": Values(W.PAYMENT_NOTES, S.words_1_to_4, free=True)},
     variants=[
         V("send_money", "Send money to a contact.",
           P("recipient", "string", "person", req=True), P("amount", "number", "amount", req=True),
@@ -915,7 +919,7 @@ family(
 
 family(
     "flights", conflicts=("web_search",),
-    slots={"origin": Choice(W.CITIES), "dest": Choice(W.CITIES), "day": DAY, "pax": Integer(2, 6),
+    slots={"origin": CITIES, "dest": CITIES, "day": DAY, "pax": Integer(2, 40, log=True),
            "cabin": Word(["economy", "premium", "business", "first"])},
     joint=_distinct("origin", "dest"),
     variants=[
@@ -944,7 +948,8 @@ family(
 
 family(
     "restaurant", conflicts=("web_search",),
-    slots={"rest": Choice(W.RESTAURANTS), "party": Integer(2, 10), "time": TIME, "day": DAY},
+    slots={"rest": Values(W.RESTAURANTS, S.restaurant_name), "party": Integer(2, 60, log=True), "time": TIME,
+           "day": DAY},
     variants=[
         V("book_table", "Reserve a restaurant table.",
           P("restaurant", "string", "rest", req=True), P("party_size", "integer", "party", req=True),
@@ -970,7 +975,8 @@ family(
 
 family(
     "news", conflicts=("web_search",),
-    slots={"topic": Choice(W.NEWS_TOPICS), "source": Choice(W.NEWS_SOURCES), "n": Integer(3, 10)},
+    slots={"topic": Values(W.NEWS_TOPICS, S.topic_name), "source": Values(W.NEWS_SOURCES, S.news_source),
+           "n": Integer(2, 50, log=True)},
     variants=[
         V("get_news", "Get news on a topic.", P("topic", "string", "topic", req=True)),
         V("news.headlines", "Top headlines, optionally by source.",
@@ -1026,9 +1032,9 @@ class TrackingNumber:
 family(
     "fitness", split="B", near=("timer",),
     words=("workout", "workouts", "exercise", "exercises", "fitness", "calories"),
-    slots={"activity": Choice(W.ACTIVITIES, holdout=False),
-           "dur": Duration({"minute": (10, 120), "hour": (1, 3)}), "dist": Amount(1, 42),
-           "cal": Integer(50, 900, words_p=0)},
+    slots={"activity": Values(W.ACTIVITIES, S.activity_name, holdout=False),
+           "dur": Duration({"minute": (10, 300)}, {"hour": (1, 3)}), "dist": Amount(1, 200),
+           "cal": Integer(50, 3000, words_p=0, log=True)},
     variants=[
         V("log_workout", "Log a completed workout.",
           P("activity", "string", "activity", req=True), P("duration_minutes", "integer", "dur", conv="dur_m")),
@@ -1047,8 +1053,8 @@ family(
 family(
     "recipes", split="B", conflicts=("web_search",),
     words=("recipe", "recipes", "ingredient", "ingredients"),
-    slots={"dish": Choice(W.DISHES, holdout=False), "diet": Word(W.DIETS),
-           "mins": Integer(10, 90, step=5), "servings": Integer(2, 8)},
+    slots={"dish": Values(W.DISHES, S.dish_name, holdout=False), "diet": Word(W.DIETS),
+           "mins": Integer(5, 300, step=5), "servings": Integer(2, 24)},
     variants=[
         V("find_recipe", "Find a recipe for a dish.",
           P("dish", "string", "dish", req=True), P("diet", "string", "diet", enum=W.DIETS)),
@@ -1066,7 +1072,7 @@ family(
 family(
     "podcasts", split="B", near=("music_play",),
     words=("podcast", "podcasts", "episode", "episodes"),
-    slots={"show": Choice(W.PODCAST_SHOWS, holdout=False), "ep": Integer(1, 250, words_p=0.1),
+    slots={"show": Values(W.PODCAST_SHOWS, S.show_name, holdout=False), "ep": Integer(1, 2500, log=True),
            "latest": only_true("latest", "newest")},
     variants=[
         V("play_podcast", "Play a podcast episode.",
@@ -1084,7 +1090,8 @@ family(
 family(
     "stocks", split="B", conflicts=("web_search",),
     words=("stock", "stocks", "ticker", "tickers", "shares", "portfolio"),
-    slots={"ticker": Choice(W.TICKERS, holdout=False), "company": Choice(W.COMPANIES, holdout=False)},
+    slots={"ticker": Values(W.TICKERS, S.ticker, holdout=False),
+           "company": Values(W.COMPANIES, S.company_name, holdout=False)},
     variants=[
         V("get_stock_price", "Get the latest stock price.", P("ticker", "string", "ticker", req=True)),
         V("stocks.quote", "Quote for a stock symbol.", P("symbol", "string", "ticker", req=True)),
@@ -1100,7 +1107,8 @@ family(
 family(
     "hotels", split="B", conflicts=("web_search",),
     words=("hotel", "hotels", "lodging"),
-    slots={"city": Choice(W.CITIES, holdout=False), "nights": Integer(2, 14), "guests": Integer(2, 6),
+    slots={"city": Values(W.CITIES, S.city_name, holdout=False), "nights": Integer(2, 60, log=True),
+           "guests": Integer(2, 20),
            "day": DAY},
     variants=[
         V("search_hotels", "Search hotels in a city.",
@@ -1123,7 +1131,7 @@ family(
     "package_tracking", split="B", conflicts=("web_search",),
     words=("parcel", "parcels", "package", "packages", "shipment", "shipments", "tracking", "courier"),
     slots={"num": TrackingNumber(),
-           "carrier": Word(W.CARRIERS, forms={"ups": ["UPS"], "fedex": ["FedEx"], "dhl": ["DHL"],
+           "carrier": Word(W.CARRIERS, novel=S.carrier_name, novel_p=0.3, forms={"ups": ["UPS"], "fedex": ["FedEx"], "dhl": ["DHL"],
                                               "usps": ["USPS"], "royal mail": ["Royal Mail"], "dpd": ["DPD"]})},
     variants=[
         V("track_package", "Track a package by number.",
@@ -1147,33 +1155,62 @@ B_TOOL_NAMES = {v.name for f in B_FAMILIES for v in f.variants}
 
 
 
-def _choices(kind):
-    """The Choice lists inside a slot kind (a Person has two, an Either several)."""
-    if isinstance(kind, Choice):
-        return [kind]
-    if isinstance(kind, Person):
-        return [kind.first, kind.surnames]
+def value_lists(kind):
+    """The Values objects whose curated lists a slot kind draws from (a Person has two, an Either
+    several)."""
+    if isinstance(kind, Values):
+        return kind.curated_lists()
     if isinstance(kind, Either):
-        return [c for k in kind.kinds for c in _choices(k)]
+        return [c for k in kind.kinds for c in value_lists(k)]
     return []
 
 
+def is_value_source(kind):
+    """Whether a slot kind's values are copied values of Values sources (names, places, free text
+    ...): the values split A holds out (data.novel_values)."""
+    kinds = kind.kinds if isinstance(kind, Either) else (kind,)
+    return all(isinstance(k, Values) for k in kinds)
+
+
 # A value held out of one list is held out of every list ("Sofia" is a name and a city), so no
-# held-out value is ever a training argument.
-HELD_VALUES = set()
+# held-out value is ever a training argument. The set is the value rules' (slots.RULES): a value
+# built for a training request never equals one either.
+HELD_VALUES = S.RULES.held_values
 for _f in TRAIN_FAMILIES:
     for _kind in _f.slots.values():
-        for _c in _choices(_kind):
+        for _c in value_lists(_kind):
             if _c.holdout:
                 HELD_VALUES.update(_c.held)
-for _f in TRAIN_FAMILIES:
-    for _kind in _f.slots.values():
-        for _c in _choices(_kind):
-            if _c.holdout:
-                _c.train = [v for v in _c.train if v not in HELD_VALUES]
-                if not _c.train:
-                    raise ValueError(f"family {_f.name}: a value list has no training values left")
+
+
+def apply_held_values():
+    """Take every held-out value out of the training side of every family's curated lists (again
+    whenever HELD_VALUES grows: invented.py adds its own held-out values)."""
+    for f in TRAIN_FAMILIES:
+        for kind in f.slots.values():
+            for c in value_lists(kind):
+                if c.holdout:
+                    c.train = [v for v in c.train if v not in HELD_VALUES]
+                    if not c.train:
+                        raise ValueError(f"family {f.name}: a value list has no training values left")
+
+
+apply_held_values()
 HELD_VALUES.update(f"{a} {b}" for a, b in _UNIT_HELD)
+
+# No value contains a split-B word; no built value contains a word that a request uses as an enum or
+# switch word (slots.ValueRules).
+S.RULES.banned_words.update(B_WORDS)
+for _f in FAMILIES:
+    for _kind in _f.slots.values():
+        for _k in getattr(_kind, "kinds", (_kind,)):
+            if isinstance(_k, Word):
+                for _w in _k.items + [x for forms in _k.forms.values() for x in forms]:
+                    S.RULES.request_words.update(S.letter_runs(_w))
+            if isinstance(_k, Flag):
+                for _forms in _k.forms.values():
+                    for _w in _forms[0] + _forms[1]:
+                        S.RULES.request_words.update(S.letter_runs(_w))
 
 # Relations are symmetric: make them so.
 for _f in FAMILIES:
@@ -1209,12 +1246,9 @@ shopping list grocery groceries search web internet translate translation conver
 exchange money pay payment transfer flight flights plane restaurant table reservation news headlines
 disturb focus notifications countdown wake""".split())
 
-_WORD_RE = re.compile(r"[a-z]+")
-
-
 def words_in(text):
     """Lowercase letter runs of `text`, with identifiers split (trackPackage -> track, package)."""
-    return set(_WORD_RE.findall(_CAMEL.sub(" ", text).lower()))
+    return S.letter_runs(text)
 
 
 def train_visible_texts():
@@ -1238,6 +1272,9 @@ def train_visible_texts():
                 out += [w for words in getattr(k, "forms", {}).values() for w in
                         (words if isinstance(words, list) else [x for ws in words for x in ws])]
     out += [f"{a} {b}" for a, b in W.UNIT_PAIRS]
+    # The fixed words that built values are made of (slots.py, "Built values").
+    out += (W.STREET_TYPES + W.PLACE_KINDS + W.CITY_FORMS + W.RESTAURANT_KINDS + W.COMPANY_SUFFIXES
+            + W.MASTHEADS + W.DEVICE_NOUNS + W.COLOURS + W.GENRE_WORDS + W.EMAIL_TLDS + W.SHOW_FORMS)
     return out
 
 

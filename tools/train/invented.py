@@ -11,9 +11,10 @@ Vocabulary (verbs, nouns, parameter words) never overlaps a family's words (fami
 so an invented tool never fits a family's request, and one fifth of it is held out for split A.
 """
 
+import slots as S
 import wordlists as W
-from families import B_WORDS, FAMILY_WORDS, name_words
-from slots import SlotValue, Template, decimal_text, json_number, pick, quote, say_int, weighted
+from families import B_WORDS, FAMILY_WORDS, HELD_VALUES, apply_held_values, name_words
+from slots import WORDS_P, SlotValue, Template, Values, decimal_text, json_number, log_uniform, pick, quote, say_int, weighted
 
 
 def _clean(items, banned):
@@ -39,8 +40,17 @@ class Vocab:
         self.number_params = W.split_values(_clean(W.INVENTED_NUMBER_PARAMS, B_WORDS))[pick]
         self.bool_words = W.split_values(_clean(W.INVENTED_BOOL_WORDS, B_WORDS))[pick]
         self.adjectives = _clean(W.INVENTED_ADJECTIVES, B_WORDS)
-        self.values = _clean(W.INVENTED_STRING_VALUES, B_WORDS)
-        self.phrases = _clean(W.INVENTED_PHRASES, B_WORDS)
+        self.values = VALUES
+
+
+# The values of invented tools' string parameters: curated words, codes and phrases (held out for
+# split A one in five, like the families' lists), or built from the word source or pseudo-words. A
+# fifth of the usual curated share: invented requests are many (30%) and the list is short.
+VALUES = Values(_clean(W.INVENTED_STRING_VALUES + W.INVENTED_PHRASES, B_WORDS), S.invented_value, free=True,
+                curated_share=0.2)
+HELD_VALUES.update(VALUES.held)
+VALUES.train = [v for v in VALUES.train if v not in HELD_VALUES]
+apply_held_values()
 
 
 def third_person(verb):
@@ -216,17 +226,18 @@ def _value_phrase(rng, vocab, p):
         form = pick(rng, ("{w} {v}", "{v} {w}", "{w} set to {v}", "{w}: {v}"))
         return form.format(w=w, v=value), value
     if p.type == "integer":
-        hi = p.maximum if p.maximum is not None else pick(rng, (20, 100, 999))
-        n = rng.randint(p.minimum or 0, hi)
+        hi = p.maximum if p.maximum is not None else pick(rng, (20, 100, 999, 99999))
+        n = log_uniform(rng, p.minimum or 0, hi)
         form = pick(rng, ("{w} {n}", "{w} set to {n}", "{a} {w} of {n}", "{w}: {n}", "{w} = {n}"))
-        return form.format(w=w, a=_article(w), n=say_int(rng, n, 0.15)), n
+        return form.format(w=w, a=_article(w), n=say_int(rng, n, WORDS_P)), n
     if p.type == "number":
-        text = decimal_text(rng.uniform(0, 100), pick(rng, (1, 2))) if rng.random() < 0.7 \
-            else str(rng.randint(0, 100))
+        scale = pick(rng, (10, 100, 1000, 100000))
+        text = decimal_text(rng.uniform(0, scale), pick(rng, (1, 2, 3))) if rng.random() < 0.7 \
+            else str(log_uniform(rng, 0, scale))
         form = pick(rng, ("{w} {n}", "{w} set to {n}", "{a} {w} of {n}", "{w}: {n}"))
         return form.format(w=w, a=_article(w), n=text), json_number(text)
-    value = pick(rng, vocab.phrases) if rng.random() < 0.2 else pick(rng, vocab.values)
-    written = value if (" " not in value and rng.random() < 0.6) else quote(rng, value)
+    value = vocab.values.draw(rng, vocab.held)
+    written = value if (" " not in value and "," not in value and rng.random() < 0.6) else quote(rng, value)
     form = pick(rng, ("{w} {v}", "{w} set to {v}", "{w} of {v}", "{w}: {v}", "the {w} {v}"))
     return form.format(w=w, v=written), value
 

@@ -7,7 +7,15 @@ holdout is fixed by the lists themselves, not by the seed.
 Values are written so that copying them out of a request is unambiguous: no leading article, no
 trailing punctuation, no double quotes, and none of the words that the families of split B use
 (families.B_WORDS; checked when families.py is imported).
+
+The curated lists are one of three sources of copied values (slots.Values): most values are built
+from the word source (Debian's wamerican word list, WORD_SOURCE) and from pseudo-words, with the
+material at the end of this file (street types, company suffixes, CJK characters ...).
 """
+
+import hashlib
+import os
+import re
 
 
 def words(text):
@@ -408,3 +416,155 @@ Spotify|Adidas|Airbus|Unilever|Shopify|Ferrari|Philips|Ericsson
 """)
 
 CARRIERS = ["ups", "fedex", "dhl", "usps", "royal mail", "dpd"]
+
+
+# --- the word source ---------------------------------------------------------------------------------
+# Most copied values are built from words of a large dictionary, so that the model cannot remember
+# them and must copy them from the request (docs/training-data.md, "Value sources").
+
+DICTIONARY = "/usr/share/dict/american-english"  # Debian's wamerican package (scripts/setup.sh)
+
+# Words never drawn from the word source: slurs, profanity, sexual and violent words. A stem blocks
+# every word that starts with it; a word blocks itself and its plural.
+BLOCKED_STEMS = words("""
+fuck|shit|cunt|bitch|nigg|fagg|whore|slut|rapist|pussy|wank|bastard|porn|nazi|hitler|negro|
+masturbat|orgasm|sperm|clitor|testic|scrot|dildo|incest|molest|pedophil|paedophil|genocid|holocaust|
+jihad|terroris|cocain|heroin|suicid|penis|vagin|erecti|nipple|boob|horny|lewd|smut|pimp|hooker|
+prostitut|harlot|murder|slaughter|massacre|kidnap|torture|assassin|bomb|sodom|bugger|arse|damn|
+goddam|bollock|crotch|fetish|bondage|semen|ejacul|sexual|sexi|erotic|obscen|perver|slave|lynch|
+gestapo|swastika|kkk|retard|moron|imbecil|spastic|cripple|midget|tranny|shemale|hermaphrod|
+faecal|fecal|faeces|feces|excrement|urin|menstru|menopaus|genital|rectal|rectum|bowel|diarrh|enema|
+syphil|gonorr|herpes|allah|jesus|christ|koran|quran|bible|buddha
+""")
+BLOCKED_WORDS = words("""
+fag|dyke|spic|chink|coon|gook|wop|dago|kike|honky|cracker|cock|dick|crap|piss|tit|tits|anal|anus|
+homo|queer|gay|lesbian|sex|sexy|kill|killer|killing|killed|rape|raped|raping|gun|guns|meth|drug|
+drugs|crack|weed|booze|drunk|nude|naked|breast|breasts|butt|butts|ass|asses|hell|devil|satan|
+poop|puke|vomit|corpse|dead|death|die|dying|slay|stab|shoot|shot|war|wars|nigra|gypsy|gyp|jap|
+paki|yid|hun|god|gods|negress|mulatto|savage|savages|idiot|idiots|dumb|stupid|ugly|fat|fatso
+""")
+
+
+class WordSourceMissing(RuntimeError):
+    """The word source (DICTIONARY) is not installed."""
+
+
+class WordSource:
+    """The words values are built from, read once from `path` on first use (file order; the file
+    decides the data as the seed does, so manifest.json records its sha256):
+
+      common  plain lowercase alphabetic words of 3 to 12 letters ("lantern", "quibbled")
+      proper  capitalised words of 3 to 12 letters, for proper nouns ("Gonzalo", "Asunción")
+
+    Possessives ("Asunción's") and blocked words are left out."""
+
+    COMMON = re.compile(r"[a-z]{3,12}")
+
+    def __init__(self, path=DICTIONARY):
+        self.path = path
+        self._common = self._proper = None
+        self.sha256 = None
+
+    def _load(self):
+        if self._common is not None:
+            return
+        if not os.path.exists(self.path):
+            raise WordSourceMissing(
+                f"word source {self.path} is missing: training values are built from Debian's wamerican "
+                f"word list (install it: sudo apt-get install wamerican, or run scripts/setup.sh as root)")
+        with open(self.path, "rb") as f:
+            raw = f.read()
+        self.sha256 = hashlib.sha256(raw).hexdigest()
+        common, proper = [], []
+        for line in raw.decode("utf-8").splitlines():
+            w = line.strip()
+            if not 3 <= len(w) <= 12 or blocked(w.lower()):
+                continue
+            if self.COMMON.fullmatch(w):
+                common.append(w)
+            elif w[0].isupper() and w.isalpha() and w[1:].islower():
+                proper.append(w)
+        if len(common) < 10000 or len(proper) < 2000:
+            raise WordSourceMissing(f"word source {self.path} has {len(common)} common and {len(proper)} "
+                                    "proper words: not the wamerican list (expected about 60,000 and 9,000)")
+        self._common, self._proper = common, proper
+
+    @property
+    def common(self):
+        self._load()
+        return self._common
+
+    @property
+    def proper(self):
+        self._load()
+        return self._proper
+
+    def describe(self):
+        """What manifest.json records about the word source."""
+        self._load()
+        return {"path": self.path, "sha256": self.sha256, "common_words": len(self._common),
+                "proper_words": len(self._proper)}
+
+
+_BLOCKED_STEM_RE = re.compile("|".join(BLOCKED_STEMS))
+_BLOCKED = set(BLOCKED_WORDS) | {w + "s" for w in BLOCKED_WORDS}
+
+
+def blocked(word):
+    """Whether a lowercase word is blocked (BLOCKED_STEMS, BLOCKED_WORDS)."""
+    return word in _BLOCKED or _BLOCKED_STEM_RE.match(word) is not None
+
+
+WORD_SOURCE = WordSource()
+
+# Words a request uses for something other than a value: a value built from random words never
+# contains one (slots.ValueRules.request_words; families.py adds every enum and switch word), so
+# every word of a built value comes from its own span of the request.
+REQUEST_WORDS = set(words("""
+on|off|at|to|from|for|in|into|by|with|and|then|also|please|thanks|about|saying|called|named|titled|
+labelled|subject|body|today|tomorrow|tonight|yesterday|noon|midnight|midday|morning|evening|
+afternoon|night|weekend|week|weeks|month|months|year|years|next|this|last|every|daily|am|pm|
+second|seconds|minute|minutes|min|mins|hour|hours|day|days|percent|degree|degrees|half|quarter|past|
+hundred|thousand|dozen|couple|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|
+thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|
+seventy|eighty|ninety|first|second|third|lights|light|volume|timer|alarm|reminder|note|list|call|
+text|message|email|play|song|playlist|weather|door|room
+""")) | {w.lower() for w in WEEKDAYS + MONTHS}
+
+# --- material for built values (slots.py, "Built values") ----------------------------------------------
+
+STREET_TYPES = words("Street|Road|Lane|Avenue|Way|Boulevard|Drive|Court|Place|Crescent|Close|Terrace")
+PLACE_KINDS = words("""
+Park|Mall|Library|Clinic|Hospital|School|Square|Market|Bridge|Museum|Stadium|Harbour|Airport|
+Church|Gallery|Pier|Plaza|Centre|Station|Gardens|Arena|Theatre|Campus|Marina|Tower|Hall
+""")
+CITY_FORMS = ["{N} {M}", "New {N}", "San {N}", "Port {N}", "{N} Bay", "{N} Falls", "{N} Springs",
+              "{N} Heights", "{N}ville", "{N}burg", "Saint {N}", "Lake {N}", "{N}-on-{M}", "{N} City"]
+RESTAURANT_KINDS = words("""
+Grill|Bistro|Diner|Trattoria|Sushi|Tavern|Taqueria|Brasserie|Noodle House|Pizzeria|Steakhouse|
+Canteen|Ramen|Deli|Bakery|Kitchen|Cantina|Izakaya|Bar
+""")
+COMPANY_SUFFIXES = words("""
+Labs|Foods|Group|Systems|Motors|Bank|Energy|Partners|Works|Media|Holdings|Industries|Robotics|
+Pharma|Airlines|Telecom|Capital|Logistics|Software|Studios|Mining|Textiles
+""")
+MASTHEADS = words("Times|Post|Herald|Gazette|Tribune|Chronicle|Journal|Observer|Daily|Review|Monitor|Express")
+DEVICE_NOUNS = words("speaker|soundbar|radio|stereo|TV|headphones|earbuds|amp|speakers|boombox")
+COLOURS = words("red|blue|amber|warm white|purple|orange|yellow|pink|green|cool white|teal|lilac")
+GENRE_WORDS = words("rock|pop|jazz|folk|house|punk|soul|metal|funk|blues|disco|techno|trance")
+EMAIL_TLDS = words("com|org|net|io|de|fr|co.uk|es|nl|dev|app|it|se|ch|ca")
+SHOW_FORMS = ["The {W} Hour", "{W} {W2}", "{N} Talks", "{W} Weekly", "Inside {N}", "The {W} {W2} Show",
+              "{W} and {W2}", "Tales of {N}", "{W} Radio"]
+
+# Accented letters put into some built words ("Zoë", "Søren": values are copied with them).
+ACCENTS = {"e": "éèë", "u": "üú", "o": "øöó", "n": "ñ", "c": "ç", "a": "åáä", "i": "íï"}
+
+# Characters of Chinese and Japanese names and places (a few values are written in CJK).
+CJK_SURNAMES = "王李张刘陈杨黄赵吴周徐孙马朱胡林郭何高罗佐藤山田中村小木金朴"
+CJK_GIVEN = "伟芳娜敏静丽强磊洋艳勇军杰娟涛明超秀霞平刚英华玉萍红健翔宇浩子美恵太郎花奈"
+CJK_PLACE_ENDINGS = "京州山海川阳安江城岛"
+
+# Latin to Cyrillic, letter by letter, for a few names written in Cyrillic.
+CYRILLIC = {"a": "а", "b": "б", "c": "к", "d": "д", "e": "е", "f": "ф", "g": "г", "h": "х", "i": "и",
+            "j": "й", "k": "к", "l": "л", "m": "м", "n": "н", "o": "о", "p": "п", "q": "к", "r": "р",
+            "s": "с", "t": "т", "u": "у", "v": "в", "w": "в", "x": "кс", "y": "ы", "z": "з"}
