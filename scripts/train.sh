@@ -4,10 +4,12 @@
 #
 # Stages, in order; each is skipped when its output is newer than its inputs, and each prints its time:
 #   tools      needle-pack, needle-info, needle-ref and libneedle_toolcall.so in the build directory
-#   data       tools/train/data.py --seed 1 --train 200000 --eval 1000        -> build/train/data/
+#   data       tools/train/data.py --seed 1 --train 200000 --eval 1000 --group 4 -> build/train/data/
 #   tokenizer  tools/train/tokenizer.py --vocab 4096                           -> build/train/tokenizer/
 #   train      tools/train/train.py --geometry d256l6 --bits-map 'embedding=4,mhc=4,default=4'
-#              --minutes 80 --eval A.jsonl                                     -> build/train/run/
+#              --tokens 7000000 --minutes 95 --eval A.jsonl                    -> build/train/run/
+#              The budget is tokens (so that a busy machine makes the same model, only later),
+#              with a time cap; whichever comes first ends the cosine schedule.
 #              With a checkpoint there, --resume continues it; a finished run is skipped unless
 #              train.py options are given (`npm run train -- --device cuda`, `-- --minutes 120`
 #              extends the run: docs/training.md). The checkpoint is never older than the data: a run
@@ -22,7 +24,7 @@
 #
 # Environment: NEEDLE_BUILD_DIR (default build), NEEDLE_TRAIN_DIR (default build/train). For a quick
 # trial of the script itself: NEEDLE_TRAIN_EXAMPLES / NEEDLE_EVAL_EXAMPLES (the data sizes) and
-# NEEDLE_TRAIN_MINUTES (the budget); the defaults are the shipped model's.
+# NEEDLE_TRAIN_TOKENS and NEEDLE_TRAIN_MINUTES (the budget); the defaults are the shipped model's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${NEEDLE_BUILD_DIR:-build}
@@ -36,7 +38,9 @@ eval_examples=${NEEDLE_EVAL_EXAMPLES:-1000}
 vocab=4096
 geometry=d256l6
 bits_map='embedding=4,mhc=4,default=4'
-minutes=${NEEDLE_TRAIN_MINUTES:-80}
+tokens=${NEEDLE_TRAIN_TOKENS:-7000000}
+minutes=${NEEDLE_TRAIN_MINUTES:-95}
+group=4
 
 install=0
 train_options=()
@@ -134,7 +138,7 @@ data_code=(tools/train/data.py tools/train/families.py tools/train/slots.py tool
            tools/train/wordlists.py tools/train/schema.py tools/train/render.py)
 make_data() {
   rm -rf "$data.new"
-  "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" --out "$data.new"
+  "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" --group "$group" --out "$data.new"
   keep_or_replace "$data.new" "$data" train.jsonl A.jsonl B.jsonl C.jsonl manifest.json stats.json
   touch "$work/data.stamp"
 }
@@ -177,7 +181,7 @@ sys.exit(0 if done else 1)
 EOF
 }
 train_command=("$python" tools/train/train.py --data "$data" --tokenizer "$tokenizer" --geometry "$geometry"
-               --bits-map "$bits_map" --minutes "$minutes" --eval "$data/A.jsonl" --out "$run")
+               --bits-map "$bits_map" --tokens "$tokens" --minutes "$minutes" --eval "$data/A.jsonl" --out "$run")
 if [ -e "$checkpoint" ]; then
   up_to_date "$checkpoint" "$data/train.jsonl" "$tokenizer" ||
     die "$checkpoint is older than the data or the tokenizer: it was trained on other data. Remove $run to train again."

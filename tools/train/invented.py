@@ -131,8 +131,12 @@ def _name(rng, verb, noun, style):
     if style == "prefixed":
         return f"{pick(rng, ('do', 'run', 'api', 'svc'))}_{verb}_{noun}"
     letters = "abcdefghjkmnpqrstuvwxyz"
-    return pick(rng, ("op", "fn", "act", "tool", "x")) + "_" + "".join(
-        pick(rng, letters + "0123456789") for _ in range(pick(rng, (2, 3, 4))))
+    while True:
+        code = pick(rng, ("op", "fn", "act", "tool", "x")) + "_" + "".join(
+            pick(rng, letters + "0123456789") for _ in range(pick(rng, (2, 3, 4))))
+        # Random letters can spell a word ("fn_buff"): never a held-out, family or split-B one.
+        if not set(name_words(code)) & (HELD_WORDS | FAMILY_WORDS | B_WORDS):
+            return code
 
 
 def _param(rng, vocab, camel, used):
