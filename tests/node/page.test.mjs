@@ -1,121 +1,110 @@
-// The page as a visitor uses it, in headless Chromium: the dev server (site/server.mjs) with its
-// isolation headers, the model list, Open (download with progress into the Cache API), the tools JSON
-// checked as it is typed (the error's line and column, Send disabled until it is fixed), a request
-// with the default tools, the streamed reply, the constrained call shown as formatted JSON with the
-// confidence, and a second visit that reads the cached copy. The page's reply must be the envelope the
-// Node engine gives for the same request and seed, which is chosen so that the reply holds a call.
-// Skipped only when playwright-core or Chromium is missing (npm test installs both).
+// The page as a new visitor meets it, in headless Chromium on the dev server (site/server.mjs): the
+// model list of site/models.json with the shipped model first and chosen, nothing downloaded until
+// Open; the download with visible progress (bytes, MB/s, time left: the network is slowed so that
+// it lasts about two seconds); each ready tool set's example request answered with the call
+// toolsets.json gives for it; and a reload that opens the downloaded copy from the Cache API by
+// itself, with no second download in the server's log, and once more with the network off (the
+// service worker's copies of the page's files). docs/page.md, "Tests". The time from
+// pressing Send to the first token is reported (not asserted).
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { test } from 'node:test';
 
-import { startServer } from '../../site/server.mjs';
-import { browserMissing, withBrowser } from './helpers/browser.mjs';
-import { buildDir, ensureWasm, model, withEngine } from './helpers/engine.mjs';
+import { downloads, lastTurn, opensEnded, pageSkip, screenshot, shipped, toolsets, waitOpened, withPage } from './helpers/page.mjs';
 
-// micro.cact: cheap steps, and probe heads, so the page shows a confidence.
-const archive = model('micro.cact');
-const skip = browserMissing || (!archive ? 'needs build/models' : false);
+const file = path.basename(shipped.url);
+const PROGRESS = /^Downloading: [\d.]+ (kB|MB) of [\d.]+ (kB|MB), [\d.]+ MB\/s, [\d.]+ s left$/;
 
-const MAX_TOKENS = 128;  // a call of get_weather needs about 50 tokens at worst (byte pieces)
+test('the default model opens with visible progress, answers every ready-made request with the right call, and a reload reads the cache',
+  { skip: pageSkip, timeout: 300000 }, async (t) => {
+    const firstTokenMs = [];
+    const wrong = [];
+    await withPage({}, async ({ page, context, url, log, errors }) => {
+      await page.goto(url);
+      assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+      await page.waitForSelector('label.model');
+      assert.equal(await page.isHidden('#support'), true);
+      const listed = await page.$$eval('label.model', (ls) => ls.map((l) => ({
+        url: l.dataset.url, checked: l.querySelector('input').checked, badge: !l.querySelector('.badge').hidden })));
+      assert.equal(listed[0].url, new URL(shipped.url, url).href);
+      assert.deepEqual(listed[0], { url: listed[0].url, checked: true, badge: false });
+      assert.equal(await page.textContent('#model-status'), 'No model open.');
+      assert.equal(downloads(log, file), 0, 'nothing downloads until asked');
+      assert.equal(await page.isDisabled('#send'), true);
 
-async function openMicro(page) {
-  await page.waitForFunction(() => document.getElementById('model-select').options.length > 0);
-  const labels = await page.$$eval('#model-select option', (os) => os.map((o) => o.textContent));
-  const index = labels.findIndex((l) => l.startsWith('micro.cact '));
-  assert.ok(index >= 0, `micro.cact is not offered: ${labels.join(', ')}`);
-  await page.selectOption('#model-select', { index });
-  await page.fill('#threads', '2');
-  await page.click('#open');
-  await page.waitForFunction(() => /is open|Could not open/.test(document.getElementById('model-status').textContent),
-    null, { timeout: 60000 });
-  const status = await page.textContent('#model-status');
-  assert.match(status, /micro\.cact is open/, status);
-  return labels[index];
-}
-
-// The page's request for a seed (what app.mjs sends with the sampling fields set as below).
-const pageRequest = (tools, query, seed) => ({
-  tools, request: query, max_tokens: MAX_TOKENS, temperature: 1, top_k: 0, top_p: 1, min_p: 0,
-  repeat_penalty: 1, seed: String(seed),
-});
-
-test('a visitor opens a model, types tools, sends a request and gets the constrained call the engine gives',
-  { skip, timeout: 240000 }, async () => {
-    ensureWasm();
-    const server = await startServer({ port: 0, buildDir });
-    const errors = [];
-    let expected;
-    let shown;
-    try {
-      await withBrowser(async (context) => {
-        const page = await context.newPage();
-        page.on('pageerror', (e) => errors.push(String(e)));
-        const url = `http://127.0.0.1:${server.address().port}/`;
-        await page.goto(url);
-        assert.equal(await page.evaluate(() => crossOriginIsolated), true);
-        assert.equal(await page.isHidden('#isolation'), true);
-
-        // The tools are checked as they are typed, by the tool-call module on the page's thread.
-        await page.waitForFunction(() => /valid for the call grammar/.test(document.getElementById('tools-status').textContent));
-        const tools = await page.inputValue('#tools');
-        const query = await page.inputValue('#query');
-        await page.fill('#tools', '[\n  {"name": "t",\n   "parameters": {"type": "object" "properties": {}}}\n]');
-        assert.equal(await page.textContent('#tools-status'),
-          'tools JSON at line 3, column 36: expected \',\' or \'}\' after an object member');
-        await page.fill('#tools', '[{"name": "t", "parameters": {"type": "object", "properties": {"p": {"type": "string", "format": "date"}}}}]');
-        assert.equal(await page.textContent('#tools-status'), 'tool "t" parameter "p": "format" is not supported');
-        await page.fill('#tools', tools);
-        assert.match(await page.textContent('#tools-status'), /^2 tools, valid/);
-
-        const firstLabel = await openMicro(page);
-        assert.ok(!firstLabel.includes('downloaded'), 'a fresh browser has no cached copy');
-
-        // A seed whose reply holds a call, found with the Node engine (random weights: most replies
-        // are [] or think text, some call a tool).
-        expected = await withEngine({ threads: 1 }, 120000, async (engine) => {
-          await engine.load(archive);
-          for (let seed = 0; seed < 200; seed++) {
-            const envelope = await engine.complete(pageRequest(tools, query, seed));
-            if (envelope.function_calls.length > 0 && envelope.success) return { seed, envelope };
-          }
-          throw new Error('no seed below 200 gives a call');
-        });
-
-        // With invalid tools Send is disabled; with valid ones it sends.
-        await page.fill('#tools', '[{"name": ');
-        assert.equal(await page.isDisabled('#send'), true);
-        await page.fill('#tools', tools);
-        assert.equal(await page.isDisabled('#send'), false);
-
-        await page.click('details summary');  // the sampling settings are folded away by default
-        await page.fill('#max-tokens', String(MAX_TOKENS));
-        await page.fill('#temperature', '1');
-        await page.fill('#seed', String(expected.seed));
-        await page.click('#send');
-        await page.waitForFunction(() => document.getElementById('timing').textContent !== '' ||
-          document.querySelector('#calls .error'), null, { timeout: 90000 });
-        shown = {
-          reply: await page.textContent('#reply'),
-          timing: await page.textContent('#timing'),
-          calls: await page.$$eval('#calls .call pre', (ps) => ps.map((p) => p.textContent)),
-          confidence: await page.textContent('#confidence'),
-          error: await page.$$eval('#calls .error', (ps) => ps.map((p) => p.textContent)),
-        };
-
-        // A second visit lists the cached copy and opens it from the Cache API.
-        await page.reload();
-        const secondLabel = await openMicro(page);
-        assert.match(secondLabel, /downloaded/);
+      // Open on a slowed network: the progress is seen, with speed and time left.
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('Network.enable');
+      await cdp.send('Network.emulateNetworkConditions',
+        { offline: false, latency: 0, downloadThroughput: Math.ceil(shipped.bytes / 2), uploadThroughput: -1 });
+      await page.evaluate(() => {
+        window.progressSeen = [];
+        new MutationObserver(() => window.progressSeen.push(document.getElementById('progress-text').textContent))
+          .observe(document.getElementById('progress-text'), { childList: true, characterData: true, subtree: true });
       });
-    } finally {
-      server.close();
-    }
-    assert.deepEqual(errors, []);
-    assert.deepEqual(shown.error, []);
-    const envelope = expected.envelope;
-    assert.equal(shown.reply, envelope.text);
-    assert.deepEqual(shown.calls, envelope.function_calls.map((call) => JSON.stringify(call, null, 2)));
-    assert.equal(shown.confidence, `Confidence: ${envelope.confidence.toFixed(3)}`);
-    assert.match(shown.timing, new RegExp(`^${envelope.prompt_tokens} prompt tokens \\(${envelope.pinned_tokens} pinned\\) ` +
-      `at \\d+ tokens/s; ${envelope.generated_tokens} generated \\(${envelope.forced_tokens} forced\\)`));
+      const since = await opensEnded(page);
+      await page.click('#open');
+      await page.waitForFunction(() => !document.getElementById('progress-box').hidden &&
+        / s left$/.test(document.getElementById('progress-text').textContent), null, { timeout: 30000 });
+      assert.equal(await page.isVisible('#cancel'), true);
+      await screenshot(page, 'page-download.png');
+      const status = await waitOpened(page, since);
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+      assert.match(status, new RegExp(`^${shipped.name} is open \\(.*downloaded and kept for offline use`));
+      const seen = [...new Set(await page.evaluate(() => window.progressSeen))];
+      assert.ok(seen.length >= 3, `progress shown ${seen.length} times`);
+      for (const line of seen) assert.match(line, PROGRESS);
+      assert.equal(await page.isHidden('#progress-box'), true);
+      assert.equal(await page.isVisible('label.model >> nth=0 >> .badge'), true);
+      assert.equal(downloads(log, file), 1);
+
+      // Each ready tool set: its example request, sent with Enter, gives the expected call.
+      for (const set of toolsets) {
+        await page.selectOption('#toolset', set.id);
+        assert.deepEqual(JSON.parse(await page.inputValue('#tools')), set.tools);
+        await page.click('#example');
+        assert.equal(await page.inputValue('#query'), set.example.request);
+        await page.press('#query', 'Enter');
+        await page.waitForFunction(() => document.querySelectorAll('#turns .turn').length === 1);
+        const turn = await lastTurn(page);
+        assert.equal(turn.state, 'done', `${set.id}: ${turn.error}`);
+        // wrong calls are collected and asserted at the end, so that one run lists every one of them
+        if (JSON.stringify(turn.calls) !== JSON.stringify(set.example.calls))
+          wrong.push(`${set.id}: "${set.example.request}" -> ${turn.reply.slice(0, 200)}`);
+        assert.match(turn.stats, /^\d+ prompt tokens \(0 from a reused prefix\) · first token \d+ ms after Send · prefill \d+ tok\/s · decode \d+ tok\/s/);
+        firstTokenMs.push(turn.sendToFirstMs);
+        await page.click('#clear');
+      }
+      await page.selectOption('#toolset', toolsets[0].id);
+      await page.click('#example');
+      await page.press('#query', 'Enter');
+      await lastTurn(page);
+      await screenshot(page, 'page-answer.png');
+
+      // A reload: the chosen model opens by itself from the downloaded copy; the server sends nothing.
+      await page.reload();
+      assert.match(await waitOpened(page), /is open \(.*read from the downloaded copy/);
+      assert.equal(downloads(log, file), 1, 'no second download');
+      await screenshot(page, 'page-reload.png');
+
+      // Offline: the service worker's copies of the page's files and the Cache API copy of the model
+      // are enough to open it and answer.
+      await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+      await context.setOffline(true);
+      const served = log.length;
+      await page.reload();
+      assert.match(await waitOpened(page), /is open \(.*read from the downloaded copy/);
+      assert.equal(log.length, served, 'nothing asked of the server');
+      await page.click('#example');
+      await page.press('#query', 'Enter');
+      const offline = await lastTurn(page);
+      assert.equal(offline.state, 'done', offline.error);
+      await screenshot(page, 'page-offline.png');
+      await context.setOffline(false);
+      assert.deepEqual(errors, []);
+    });
+    assert.deepEqual(wrong, [], 'every example request gives the call toolsets.json expects');
+    const sorted = [...firstTokenMs].sort((a, b) => a - b);
+    t.diagnostic(`Send to first token, ${shipped.name}, ${sorted.length} requests: median ${sorted[sorted.length >> 1].toFixed(0)} ms ` +
+      `(${sorted.map((x) => x.toFixed(0)).join(', ')})`);
   });
