@@ -121,6 +121,8 @@
   (global $P_CELL   i32 (i32.const 1316)) ;; -> d: the lane mean after a layer (a cell)
   (global $P_HSCORE i32 (i32.const 1320)) ;; -> 8 f32: the probe scores of one head for one cell
   (global $P_POOLV  i32 (i32.const 1324)) ;; -> 8 d f32: a head's pooled probes, probe-major (head_output)
+  (global $P_SNAP   i32 (i32.const 1328)) ;; -> the snapshot block (0: none since load; layout above $snap_walk)
+  (global $SNAP_CAP i32 (i32.const 1332)) ;; bytes that block holds
   ;; The 120-byte header, copied as is to GEO. Each field's address is GEO + its header offset and is
   ;; exported as GEO_<header field name>, so the driver builds the geometry from the exports alone:
   ;; engram_orders and engram_sites are u32[4], rope_theta is f32, every other field a u32.
@@ -228,6 +230,7 @@
   (global $ERR_MASK_EMPTY (export "ERR_MASK_EMPTY") i32 (i32.const 28)) ;; the token mask allows no token
   (global $ERR_NO_HEAD   (export "ERR_NO_HEAD")   i32 (i32.const 29)) ;; no such probe head in the archive
   (global $ERR_NO_CELLS  (export "ERR_NO_CELLS")  i32 (i32.const 30)) ;; head pooling off, or no position pooled yet
+  (global $ERR_NO_SNAPSHOT (export "ERR_NO_SNAPSHOT") i32 (i32.const 31)) ;; snapshot_restore with no snapshot saved since load
 
   ;; ------------------------------------------------------------------------------------------
   ;; Memory: the bump allocator
@@ -991,6 +994,8 @@
     (i32.store (global.get $TOK_N) (i32.const 0))     ;;  nor its tokenizer)
     (i32.store (global.get $HEADS_ON) (i32.const 0))
     (i32.store (global.get $POOLED) (i32.const 0))
+    (i32.store (global.get $P_SNAP) (i32.const 0))    ;; (the heap under a snapshot is gone)
+    (i32.store (global.get $SNAP_CAP) (i32.const 0))
     (i32.store (global.get $ERR_RECORD) (i32.const -1))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
     (if (local.tee $r (call $load_header)) (then (return (local.get $r))))
@@ -2504,6 +2509,146 @@
     (i32.store (global.get $POS) (i32.add (local.get $p) (i32.const 1)))
     (if (local.get $want) (then (call $output)))
     (i32.const 0))
+
+  ;; ------------------------------------------------------------------------------------------
+  ;; Prefill and snapshots (docs/engine.md, "Prefill and snapshots")
+  ;; ------------------------------------------------------------------------------------------
+
+  ;; Checks a prefill of the n u32 ids at `ids` before any work: every id below the vocabulary
+  ;; (ERR_TOKEN, ADDR_ERR_DETAIL = the index of the first that is not) and room for n more positions
+  ;; (ERR_FULL). 0 when it may run.
+  (func $prefill_check (param $ids i32) (param $n i32) (result i32)
+    (local $i i32)
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+      (if (i32.ge_u (i32.load (i32.add (local.get $ids) (i32.shl (local.get $i) (i32.const 2)))) (call $g (global.get $G_VOCAB)))
+        (then (i32.store (global.get $ERR_DETAIL) (local.get $i)) (return (global.get $ERR_TOKEN))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $each)))
+    (if (i64.gt_u (i64.add (i64.extend_i32_u (i32.load (global.get $POS))) (i64.extend_i32_u (local.get $n)))
+                  (i64.extend_i32_u (call $g (global.get $G_MAXSEQ))))
+      (then (return (global.get $ERR_FULL))))
+    (i32.const 0))
+
+  ;; prefill(ids, n, wantLogits): runs the n u32 ids at `ids` from the next position, leaving exactly
+  ;; the state (KV, engram ring, history, position, head pooling) and, with wantLogits, the logits of
+  ;; n `step`s. 0, or ERR_NOT_LOADED / ERR_TOKEN / ERR_FULL (checked before any work: the session is
+  ;; unchanged) / ERR_MEMORY.
+  (func $prefill (export "prefill") (param $ids i32) (param $n i32) (param $want i32) (result i32)
+    (local $i i32) (local $r i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
+    (if (i32.eqz (i32.load (global.get $KV_CAP)))
+      (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
+    (if (local.tee $r (call $prefill_check (local.get $ids) (local.get $n))) (then (return (local.get $r))))
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+      (if (local.tee $r (call $step (i32.load (i32.add (local.get $ids) (i32.shl (local.get $i) (i32.const 2))))
+                                    (i32.and (local.get $want) (i32.eq (i32.add (local.get $i) (i32.const 1)) (local.get $n)))))
+        (then (return (local.get $r))))
+      (local.set $i (i32.add (local.get $i) (i32.const 1)))
+      (br $each)))
+    (i32.const 0))
+
+  ;; A snapshot block: a 64-byte header (+0 position, +4 sink, +8 head pooling on, +12 cells pooled),
+  ;; then what $snap_walk moves. It holds exactly what the session has written so far, so it is small
+  ;; for a short prefix (a tools prefix of 400 positions at base: about 5.6 MB of KV rows).
+
+  ;; Moves n bytes between the engine's state at `state` and the snapshot at `at`: dir 0 saves
+  ;; (state -> snapshot), 1 restores (snapshot -> state), 2 only measures. Returns at + n.
+  (func $snap_move (param $state i32) (param $at i32) (param $n i32) (param $dir i32) (result i32)
+    (if (i32.eqz (local.get $dir)) (then (memory.copy (local.get $at) (local.get $state) (local.get $n))))
+    (if (i32.eq (local.get $dir) (i32.const 1)) (then (memory.copy (local.get $state) (local.get $at) (local.get $n))))
+    (i32.add (local.get $at) (local.get $n)))
+
+  ;; $snap_move of the first n bytes of each of `rows` rows, `stride` bytes apart from `base`.
+  (func $snap_rows (param $base i32) (param $rows i32) (param $stride i32) (param $n i32) (param $at i32) (param $dir i32) (result i32)
+    (local $r i32)
+    (block $done (loop $each
+      (br_if $done (i32.ge_u (local.get $r) (local.get $rows)))
+      (local.set $at (call $snap_move (i32.add (local.get $base) (i32.mul (local.get $r) (local.get $stride)))
+                                      (local.get $at) (local.get $n) (local.get $dir)))
+      (local.set $r (i32.add (local.get $r) (i32.const 1)))
+      (br $each)))
+    (local.get $at))
+
+  ;; The session after the header, in order: the token history [0, position); of the KV cache the
+  ;; slots written so far, [0, min(position, slots)), of every key, key-scale, value and value-scale
+  ;; row; the engram ring; each probe head's running max, sum and weighted sum; the logits buffer.
+  ;; dir as $snap_move; returns the end (with at = 0 and dir 2: the size after the header).
+  (func $snap_walk (param $at i32) (param $dir i32) (result i32)
+    (local $n i32) (local $slots i32) (local $hd i32) (local $nb i32) (local $rows i32) (local $h i32)
+    (local $desc i32) (local $pr i32)
+    (local.set $slots (i32.load (global.get $KV_SLOTS)))
+    (local.set $n (select (i32.load (global.get $POS)) (local.get $slots) (i32.lt_u (i32.load (global.get $POS)) (local.get $slots))))
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
+    (local.set $rows (i32.mul (call $g (global.get $G_L)) (call $g (global.get $G_KV))))  ;; (layer, kv head) pairs
+    (local.set $at (call $snap_move (i32.load (global.get $P_HIST)) (local.get $at) (i32.shl (i32.load (global.get $POS)) (i32.const 2)) (local.get $dir)))
+    (local.set $at (call $snap_rows (i32.load (global.get $P_KQ)) (i32.mul (local.get $rows) (local.get $hd))
+      (local.get $slots) (local.get $n) (local.get $at) (local.get $dir)))
+    (local.set $at (call $snap_rows (i32.load (global.get $P_KS)) (i32.mul (local.get $rows) (local.get $nb))
+      (i32.shl (local.get $slots) (i32.const 2)) (i32.shl (local.get $n) (i32.const 2)) (local.get $at) (local.get $dir)))
+    (local.set $at (call $snap_rows (i32.load (global.get $P_VQ)) (local.get $rows)
+      (i32.mul (local.get $slots) (local.get $hd)) (i32.mul (local.get $n) (local.get $hd)) (local.get $at) (local.get $dir)))
+    (local.set $at (call $snap_rows (i32.load (global.get $P_VS)) (local.get $rows)
+      (i32.shl (i32.mul (local.get $slots) (local.get $nb)) (i32.const 2)) (i32.shl (i32.mul (local.get $n) (local.get $nb)) (i32.const 2))
+      (local.get $at) (local.get $dir)))
+    (local.set $at (call $snap_move (i32.load (global.get $P_ERING)) (local.get $at)
+      (i32.shl (i32.mul (i32.mul (call $g (global.get $G_NSITE)) (i32.load (global.get $RING_ROWS))) (call $g (global.get $G_D))) (i32.const 2))
+      (local.get $dir)))
+    (block $heads_done (loop $heads
+      (br_if $heads_done (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
+      (local.set $desc (call $head (local.get $h)))
+      (local.set $pr (i32.shl (i32.load offset=4 (local.get $desc)) (i32.const 2)))  ;; P probes, in bytes of f32
+      (local.set $at (call $snap_move (i32.load offset=16 (local.get $desc)) (local.get $at) (local.get $pr) (local.get $dir)))
+      (local.set $at (call $snap_move (i32.load offset=20 (local.get $desc)) (local.get $at) (local.get $pr) (local.get $dir)))
+      (local.set $at (call $snap_move (i32.load offset=24 (local.get $desc)) (local.get $at)
+        (i32.mul (local.get $pr) (call $g (global.get $G_D))) (local.get $dir)))
+      (local.set $h (i32.add (local.get $h) (i32.const 1)))
+      (br $heads)))
+    (call $snap_move (i32.load (global.get $LOGITS)) (local.get $at) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2)) (local.get $dir)))
+
+  ;; snapshot_save(): saves the session as it is now into the one snapshot slot (replacing the last
+  ;; one; a larger one than the slot holds gets a new block). 0, or ERR_NOT_LOADED, ERR_MEMORY (the
+  ;; previous snapshot is kept).
+  (func (export "snapshot_save") (result i32)
+    (local $size i32) (local $blk i32) (local $r i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
+    (if (i32.eqz (i32.load (global.get $KV_CAP)))
+      (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
+    (local.set $size (call $snap_walk (i32.const 64) (i32.const 2)))
+    (if (i32.gt_u (local.get $size) (i32.load (global.get $SNAP_CAP)))
+      (then
+        (if (i32.eqz (local.tee $blk (call $alloc (local.get $size)))) (then (return (global.get $ERR_MEMORY))))
+        (i32.store (global.get $P_SNAP) (local.get $blk))
+        (i32.store (global.get $SNAP_CAP) (local.get $size))))
+    (local.set $blk (i32.load (global.get $P_SNAP)))
+    (i32.store (local.get $blk) (i32.load (global.get $POS)))
+    (i32.store offset=4 (local.get $blk) (i32.load (global.get $SINK)))
+    (i32.store offset=8 (local.get $blk) (i32.load (global.get $HEADS_ON)))
+    (i32.store offset=12 (local.get $blk) (i32.load (global.get $POOLED)))
+    (drop (call $snap_walk (i32.add (local.get $blk) (i32.const 64)) (i32.const 0)))
+    (i32.const 0))
+
+  ;; snapshot_restore(): the session becomes the one saved (a new session with the saved sink, then
+  ;; every saved field); steps after it give exactly what the saved session's next steps gave. The
+  ;; snapshot stays for another restore. 0, or ERR_NOT_LOADED, ERR_NO_SNAPSHOT, ERR_MEMORY.
+  (func (export "snapshot_restore") (result i32)
+    (local $blk i32) (local $r i32)
+    (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
+    (if (i32.eqz (local.tee $blk (i32.load (global.get $P_SNAP)))) (then (return (global.get $ERR_NO_SNAPSHOT))))
+    (if (local.tee $r (call $session_reset_i (i32.load offset=4 (local.get $blk)))) (then (return (local.get $r))))
+    (i32.store (global.get $POS) (i32.load (local.get $blk)))
+    (i32.store (global.get $HEADS_ON) (i32.load offset=8 (local.get $blk)))
+    (i32.store (global.get $POOLED) (i32.load offset=12 (local.get $blk)))
+    (drop (call $snap_walk (i32.add (local.get $blk) (i32.const 64)) (i32.const 1)))
+    (i32.const 0))
+
+  ;; snapshot_position(): the position of the saved snapshot, or -1 when there is none.
+  (func (export "snapshot_position") (result i32)
+    (if (result i32) (i32.load (global.get $P_SNAP))
+      (then (i32.load (i32.load (global.get $P_SNAP))))
+      (else (i32.const -1))))
 
   ;; ------------------------------------------------------------------------------------------
   ;; Sampler: greedy, temperature, top-k, min-p, top-p, repetition penalty; splitmix64 generator

@@ -245,6 +245,21 @@ export class NeedleEngine {
     return text.startsWith(' ') ? text.slice(1) : text;
   }
 
+  // The prompt `ids` from the next position in one call (batched in the engine): the state of that
+  // many steps, and the last logits (Float32Array) with wantLogits, else null. Refused before any
+  // work (ERR_FULL, ERR_TOKEN) when the ids do not fit or one is past the vocabulary.
+  async prefill(ids, { wantLogits = true } = {}) {
+    return this.call('prefill', { ids: Uint32Array.from(ids), wantLogits });
+  }
+
+  // The one snapshot slot of the session (docs/engine.md, "Prefill and snapshots"): snapshotSave()
+  // keeps the session as it is now, snapshotRestore() makes it the session again (steps after it give
+  // exactly what the saved session's next steps gave; EngineError ERR_NO_SNAPSHOT without one);
+  // both return the snapshot's position. snapshotPosition(): that position, or -1.
+  async snapshotSave() { return this.call('snapshotSave'); }
+  async snapshotRestore() { return this.call('snapshotRestore'); }
+  async snapshotPosition() { return this.call('snapshotPosition'); }
+
   // One step: the logits (Float32Array) after `token`, or null without wantLogits.
   async step(token, { wantLogits = true } = {}) { return this.call('step', { token, wantLogits }); }
 

@@ -244,6 +244,33 @@ function complete({ request, stream = false }, streamId) {
   return { status, envelope };
 }
 
+// Runs `ids` from the next position with the engine's prefill (docs/engine.md, "Prefill and
+// snapshots"): the state of ids.length steps, and their last logits (a Float32Array) with wantLogits,
+// else null. A token past the vocabulary or a prompt longer than the positions left is refused before
+// any work, the session unchanged.
+function prefill(ids, wantLogits) {
+  const n = ids.length;
+  const p = ex.io_buffer(n * 4 + 64);
+  if (!p) throw fail(ex.ERR_MEMORY.value, 'prefill');
+  u32().set(ids, p >> 2);
+  const rc = ex.prefill(p, n, wantLogits ? 1 : 0);
+  if (rc === ex.ERR_FULL.value) {
+    const maxSeq = geometry().max_seq_len;
+    const used = field('ADDR_POS');
+    throw refuse('ERR_FULL', `prefill of ${n} tokens is longer than the ${maxSeq - used} positions left ` +
+                             `(max_seq_len ${maxSeq}, ${used} used); nothing was run`);
+  }
+  if (rc === ex.ERR_TOKEN.value) {
+    const at = i32()[ex.ADDR_ERR_DETAIL.value >> 2];
+    throw refuse('ERR_TOKEN', `prefill: token ${ids[at]} at index ${at} is not an id of the vocabulary ` +
+                              `(${geometry().vocab}); nothing was run`);
+  }
+  if (rc) throw fail(rc, 'prefill');
+  if (!wantLogits) return null;
+  const at = field('ADDR_LOGITS') >> 2;
+  return f32().slice(at, at + geometry().vocab);
+}
+
 // Runs one prompt (teacher-forced) and then a decode loop with the wasm sampler.
 function generate(request, streamId) {
   const { ids, maxTokens = 0, sampler = {}, seed = 0, stopIds = [], wantRows = false, stream = false } = request;
@@ -259,11 +286,14 @@ function generate(request, streamId) {
   Atomics.store(i32(), stopAt, 0);
   const logitsCopy = () => f32().slice(field('ADDR_LOGITS') >> 2, (field('ADDR_LOGITS') >> 2) + vocab);
   let t0 = now();
-  for (let i = 0; i < ids.length; i++) {
-    const want = i + 1 === ids.length || wantRows;
-    const rc = ex.step(ids[i] >>> 0, want ? 1 : 0);
-    if (rc) throw fail(rc, `step at prompt position ${i} (token ${ids[i]})`);
-    if (want && wantRows) rows.push(logitsCopy());
+  if (wantRows) {  // every prompt position's logits: one step each
+    for (let i = 0; i < ids.length; i++) {
+      const rc = ex.step(ids[i] >>> 0, 1);
+      if (rc) throw fail(rc, `step at prompt position ${i} (token ${ids[i]})`);
+      rows.push(logitsCopy());
+    }
+  } else if (ids.length > 0) {
+    prefill(ids, true);
   }
   const prefillMs = now() - t0;
   configureSampler(sampler, seed);
@@ -335,6 +365,21 @@ const ops = {
     const p = field('ADDR_LOGITS') >> 2;
     return f32().slice(p, p + geometry().vocab);
   },
+  prefill: ({ ids, wantLogits }) => prefill(ids, wantLogits),
+  // The one snapshot slot: save the session, restore it (both return the snapshot's position), and
+  // the saved position (-1: none since the last load).
+  snapshotSave: () => {
+    const rc = ex.snapshot_save();
+    if (rc) throw fail(rc, 'snapshot save');
+    return ex.snapshot_position();
+  },
+  snapshotRestore: () => {
+    const rc = ex.snapshot_restore();
+    if (rc === ex.ERR_NO_SNAPSHOT.value) throw refuse('ERR_NO_SNAPSHOT', 'snapshot restore: no snapshot was saved since the archive was loaded');
+    if (rc) throw fail(rc, 'snapshot restore');
+    return ex.snapshot_position();
+  },
+  snapshotPosition: () => ex.snapshot_position(),
   stepTrace: ({ token }) => {
     const t = ex.trace_enable(1);
     if (!t) throw fail(ex.ERR_MEMORY.value, 'trace');
