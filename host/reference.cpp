@@ -363,6 +363,63 @@ void Reference::reset() {
   std::fill(s.engramRing.begin(), s.engramRing.end(), 0.0f);
 }
 
+const std::vector<float>& Reference::prefill(std::span<const uint32_t> ids, bool wantLogits) {
+  const Geometry& g = model_.geo;
+  if (ids.size() > g.max_seq_len - position_)
+    throw Error("reference prefill at position " + str(position_) + ": " + str(ids.size()) +
+                " tokens would pass max_seq_len (" + str(g.max_seq_len) + "); nothing was run");
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= g.vocab)
+      throw Error("reference prefill at position " + str(position_ + i) + ": token " + str(ids[i]) +
+                  " is past the vocabulary (" + str(g.vocab) + " ids); nothing was run");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool last = i + 1 == ids.size();
+    const std::vector<float>& logits = step(ids[i], wantLogits && last);
+    if (last) return logits;
+  }
+  return noLogits_;
+}
+
+Reference::Snapshot Reference::snapshot() const {
+  const State& s = *s_;
+  Snapshot snap;
+  snap.position = position_;
+  snap.sink = options_.sink;
+  snap.kvInt8 = options_.kvInt8;
+  snap.history.assign(s.history.begin(), s.history.begin() + position_);
+  snap.kq = s.kq;
+  snap.vq = s.vq;
+  snap.kScale = s.kScale;
+  snap.vScale = s.vScale;
+  snap.kf = s.kf;
+  snap.vf = s.vf;
+  snap.engramRing = s.engramRing;
+  return snap;
+}
+
+void Reference::restore(const Snapshot& snap) {
+  State& s = *s_;
+  if (snap.sink != options_.sink || snap.kvInt8 != options_.kvInt8)
+    throw Error("reference restore: the snapshot was taken with sink " + str(snap.sink) +
+                (snap.kvInt8 ? " and int8 KV" : " and f32 KV") + ", this session has sink " +
+                str(options_.sink) + (options_.kvInt8 ? " and int8 KV" : " and f32 KV"));
+  if (snap.position > model_.geo.max_seq_len || snap.history.size() != snap.position ||
+      snap.kq.size() != s.kq.size() || snap.vq.size() != s.vq.size() || snap.kScale.size() != s.kScale.size() ||
+      snap.vScale.size() != s.vScale.size() || snap.kf.size() != s.kf.size() || snap.vf.size() != s.vf.size() ||
+      snap.engramRing.size() != s.engramRing.size())
+    throw Error("reference restore: the snapshot is of another geometry");
+  position_ = snap.position;
+  std::fill(s.history.begin(), s.history.end(), 0u);
+  std::copy(snap.history.begin(), snap.history.end(), s.history.begin());
+  s.kq = snap.kq;
+  s.vq = snap.vq;
+  s.kScale = snap.kScale;
+  s.vScale = snap.vScale;
+  s.kf = snap.kf;
+  s.vf = snap.vf;
+  s.engramRing = snap.engramRing;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The step.
 

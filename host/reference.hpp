@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "archive.hpp"
@@ -42,6 +43,26 @@ class Reference {
   // when the position would reach max_seq_len; the state is then unchanged.
   const std::vector<float>& step(uint32_t token, bool wantLogits);
   uint32_t position() const { return position_; }
+  // Runs ids at the next positions, in order: exactly what ids.size() step()s give (state, head
+  // pooling and the last logits). The reference steps; engine.wat batches. Both refusals of step()
+  // (a token past the vocabulary, a position reaching max_seq_len) come before any position is run.
+  const std::vector<float>& prefill(std::span<const uint32_t> ids, bool wantLogits);
+
+  // The session at one position: everything step() carries to the next position (token history, KV
+  // rows, engram ring). restore() returns to it; the steps after a restore give bit for bit what the
+  // uninterrupted session gives. Head pooling is not part of it (HeadPooling is the caller's).
+  struct Snapshot {
+    uint32_t position = 0;
+    uint32_t sink = 0;                 // the options it was taken under (restore checks them)
+    bool kvInt8 = true;
+    std::vector<uint32_t> history;     // positions [0, position)
+    std::vector<int8_t> kq, vq;        // the KV cache as State holds it
+    std::vector<float> kScale, vScale, kf, vf;
+    std::vector<float> engramRing;
+  };
+  Snapshot snapshot() const;
+  // Error when the snapshot was taken with another sink or KV mode, or of another geometry.
+  void restore(const Snapshot& snapshot);
   // Back to an empty session (position 0); the next steps give the same results as a fresh Reference.
   void reset();
   void setTrace(Trace* trace) { trace_ = trace; }
