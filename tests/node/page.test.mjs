@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 
 import { downloads, lastTurn, opensEnded, pageSkip, screenshot, shipped, toolsets, waitOpened, withPage } from './helpers/page.mjs';
 
@@ -69,7 +70,7 @@ test('the default model opens with visible progress, answers every ready-made re
         const turn = await lastTurn(page);
         assert.equal(turn.state, 'done', `${set.id}: ${turn.error}`);
         // wrong calls are collected and asserted at the end, so that one run lists every one of them
-        if (JSON.stringify(turn.calls) !== JSON.stringify(set.example.calls))
+        if (!isDeepStrictEqual(turn.calls, set.example.calls))
           wrong.push(`${set.id}: "${set.example.request}" -> ${turn.reply.slice(0, 200)}`);
         assert.match(turn.stats, /^\d+ prompt tokens \(\d+ from a reused prefix\) · first token \d+ ms after Send · prefill \d+ tok\/s · decode \d+ tok\/s/);
         firstTokenMs.push(turn.sendToFirstMs);
