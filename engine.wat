@@ -20,12 +20,13 @@
 (module
   (import "env" "memory" (memory $mem 1 65536 shared))
 
-  ;; Job functions for the thread pool, called with (begin, end) item ranges.
+  ;; Job functions for the thread pool, called with (begin, end) item ranges and the calling thread's
+  ;; slot (0: the driver, 1..THREADS-1: the helpers), which indexes per-thread scratch.
   ;; Row kernels (indices 4 + kind, 8 + kind) share the table: (packed row, norms, blocks, mask, levels) -> f32.
-  (type $job_t (func (param i32 i32)))
+  (type $job_t (func (param i32 i32 i32)))
   (type $row_t (func (param i32 i32 i32 i32 v128) (result f32)))
   (table $jobs 12 funcref)
-  (elem (i32.const 0) $job_matvec $job_attention $job_test_fill)   ;; jobs 0..2
+  (elem (i32.const 0) $job_matvec $job_attention $job_test_fill $job_batch)   ;; jobs 0..3
   (elem (i32.const 4) $row2 $row3 $row4 $row2)                     ;; row kernel of kind 0..3
   (elem (i32.const 8) $row2q $row3 $row4q $row2q)                   ;; the same for groups of 128k (3-bit: never)
 
@@ -123,6 +124,20 @@
   (global $P_POOLV  i32 (i32.const 1324)) ;; -> 8 d f32: a head's pooled probes, probe-major (head_output)
   (global $P_SNAP   i32 (i32.const 1328)) ;; -> the snapshot block (0: none since load; layout above $snap_walk)
   (global $SNAP_CAP i32 (i32.const 1332)) ;; bytes that block holds
+  ;; Batched prefill: the chunk's per-token buffers, made by the first prefill after a load
+  (global $BATCH_OK i32 (i32.const 1336))   ;; 1 once the blocks below exist
+  (global $P_BLANES i32 (i32.const 1340))   ;; -> CHUNK pointers to lanes x d f32: each token's mHC lanes
+  (global $P_BACT   i32 (i32.const 1344))   ;; -> CHUNK prepared activations (i16, kernel order), BACT_STRIDE apart
+  (global $P_BACTS  i32 (i32.const 1348))   ;; -> their block scales, f32 [block][CHUNK]
+  (global $BACT_STRIDE i32 (i32.const 1352)) ;; bytes from one token's prepared activation to the next
+  (global $BPREP_SRC i32 (i32.const 1356))  ;; what P_BACT holds: the source field (0: nothing valid),
+  (global $BPREP_KIND i32 (i32.const 1360)) ;;  permutation kind,
+  (global $BPREP_COLS i32 (i32.const 1364)) ;;  cols
+  (global $BPREP_GROUP i32 (i32.const 1368)) ;; and group
+  (global $P_BCELLS i32 (i32.const 1372))   ;; -> [CHUNK][layers + 1][d] f32: the chunk's probe-head cells (with heads)
+  (global $P_BROW   i32 (i32.const 1376))   ;; -> per thread slot, BROW_BYTES each: one packed row expanded to i16
+  (global $BROW_SLOTS i32 (i32.const 1380)) ;; thread slots P_BROW holds
+  (global $BROW_BYTES i32 (i32.const 1384)) ;; bytes per slot
   ;; The 120-byte header, copied as is to GEO. Each field's address is GEO + its header offset and is
   ;; exported as GEO_<header field name>, so the driver builds the geometry from the exports alone:
   ;; engram_orders and engram_sites are u32[4], rope_theta is f32, every other field a u32.
@@ -183,6 +198,9 @@
   (global $EXPECT i32 (i32.const 2560)) ;; expected record: +0 dtype, +4 ndim, +8 shape[4] (u64 each)
   (global $QTMP   i32 (i32.const 2688)) ;; 64 bytes: one quantised block in column order (driver only)
   (global $MATHTAB (export "ADDR_MATHTAB") i32 (i32.const 2816)) ;; 256 bytes: f64 T[j] ~ 2^(j/32) of expf, made by init
+  (global $BSLICES i32 (i32.const 3072)) ;; 16 x 12 bytes: a chunk's per-token slices, (field, base, stride); field 0 ends
+  (global $BSAVED  i32 (i32.const 3264)) ;; 116 bytes: the pointer fields P_U .. P_EV as they were before a chunk
+  (global $CHUNK (export "PREFILL_CHUNK") i32 (i32.const 32)) ;; tokens per chunk of a batched prefill
   (global $HEAP_BASE (export "HEAP_BASE") i32 (i32.const 65536))
 
 
@@ -501,11 +519,12 @@
   (func $wait32 (param $addr i32) (param $expected i32)
     (drop (memory.atomic.wait32 (local.get $addr) (local.get $expected) (i64.const -1))))
 
-  ;; Runs chunks of job generation g until none is left unclaimed (driver and helpers alike). A claim
+  ;; Runs chunks of job generation g until none is left unclaimed (driver and helpers alike), as
+  ;; thread `slot`. A claim
   ;; is a compare-and-swap of NEXT = (generation << 32 | next item), so a thread that is late, and
   ;; still holds an older generation, can never take an item of a newer job; the job's fields it read
   ;; between the load and a successful swap are the job's own (they change only after the job ends).
-  (func $work (param $g i32)
+  (func $work (param $g i32) (param $slot i32)
     (local $v i64) (local $i i32) (local $count i32) (local $end i32) (local $fn i32)
     (loop $claim
       (local.set $v (i64.atomic.load (global.get $NEXT)))
@@ -520,7 +539,7 @@
                     (i64.or (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)) (i64.extend_i32_u (local.get $end))))
                   (local.get $v))
         (then (br $claim)))  ;; someone else claimed first: look again
-      (call_indirect $jobs (type $job_t) (local.get $i) (local.get $end) (local.get $fn))
+      (call_indirect $jobs (type $job_t) (local.get $i) (local.get $end) (local.get $slot) (local.get $fn))
       ;; the thread that completes the last item wakes the driver
       (if (i32.eq (i32.add (i32.atomic.rmw.add (global.get $DONE) (i32.sub (local.get $end) (local.get $i)))
                            (i32.sub (local.get $end) (local.get $i)))
@@ -548,7 +567,7 @@
       (local.set $spin (i32.const 0))
       (if (i32.atomic.load (global.get $QUIT)) (then (return)))
       (if (i32.lt_u (i32.add (local.get $id) (i32.const 1)) (i32.load (global.get $THREADS)))
-        (then (call $work (local.get $g))))
+        (then (call $work (local.get $g) (i32.add (local.get $id) (i32.const 1)))))
       (br $forever)))
 
   ;; Driver: runs job `fn` over items [0, count) in chunks of `chunk` with the helpers that are awake
@@ -567,7 +586,7 @@
     (i32.atomic.store (global.get $GEN) (local.get $g))
     (if (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1))
       (then (drop (memory.atomic.notify (global.get $GEN) (i32.const -1)))))
-    (call $work (local.get $g))
+    (call $work (local.get $g) (i32.const 0))
     (loop $wait
       (local.set $v (i32.atomic.load (global.get $DONE)))
       (if (i32.ne (local.get $v) (local.get $count))
@@ -599,7 +618,7 @@
     (drop (memory.atomic.notify (global.get $GEN) (i32.const -1))))
 
   ;; Test job: for every item i, adds i + 1 to the u32 at ARGS[0] + 4 i and ARGS[1] to a shared total.
-  (func $job_test_fill (param $b i32) (param $e i32)
+  (func $job_test_fill (param $b i32) (param $e i32) (param $slot i32)
     (local $p i32)
     (loop $l
       (if (i32.lt_u (local.get $b) (local.get $e))
@@ -996,6 +1015,8 @@
     (i32.store (global.get $POOLED) (i32.const 0))
     (i32.store (global.get $P_SNAP) (i32.const 0))    ;; (the heap under a snapshot is gone)
     (i32.store (global.get $SNAP_CAP) (i32.const 0))
+    (i32.store (global.get $BATCH_OK) (i32.const 0))  ;; (and under the batch blocks)
+    (i32.store (global.get $BROW_SLOTS) (i32.const 0))
     (i32.store (global.get $ERR_RECORD) (i32.const -1))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
     (if (local.tee $r (call $load_header)) (then (return (local.get $r))))
@@ -1420,10 +1441,19 @@
   (func $layout (param $kind i32) (result i32)
     (select (i32.const 0) (local.get $kind) (i32.eq (local.get $kind) (i32.const 3))))
 
-  ;; A8 preparation of x (m.cols f32) for CQ matrix m: zero-pad, FWHT + 1/sqrt(G) per group, then per
-  ;; block of 32 quantise to int8 (docs/numerics.md) and store widened to i16 in the kernel's column
-  ;; order (PREPQ), with the block scales in PREPS. Remembers what it prepared.
+  ;; A8 preparation of x (m.cols f32) for CQ matrix m into PREPQ / PREPS (below); remembers what it
+  ;; prepared, so that the next products of the same layout reuse it.
   (func $prepare (param $m i32) (param $x i32)
+    (call $prepare_to (local.get $m) (local.get $x) (i32.load (global.get $P_PREPQ)) (i32.load (global.get $P_PREPS)) (i32.const 4))
+    (i32.store (global.get $PREP_SRC) (local.get $x))
+    (i32.store (global.get $PREP_KIND) (call $layout (i32.load offset=36 (local.get $m))))
+    (i32.store (global.get $PREP_COLS) (i32.load offset=12 (local.get $m)))
+    (i32.store (global.get $PREP_GROUP) (i32.load offset=20 (local.get $m))))
+
+  ;; A8 preparation of x for CQ matrix m: zero-pad, FWHT + 1/sqrt(G) per group, then per block of 32
+  ;; quantise to int8 (docs/numerics.md) and store widened to i16 in the kernel's column order at q
+  ;; (64 bytes per block), block b's scale at s + b sstride. Driver only (P_PREPF is its scratch).
+  (func $prepare_to (param $m i32) (param $x i32) (param $q i32) (param $s i32) (param $sstride i32)
     (local $cols i32) (local $pad i32) (local $g i32) (local $f i32) (local $b i32) (local $nb i32)
     (local.set $cols (i32.load offset=12 (local.get $m)))
     (local.set $pad (i32.load offset=16 (local.get $m)))
@@ -1440,14 +1470,10 @@
     (local.set $b (i32.const 0))
     (loop $blocks
       (call $quant_block (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 7)))
-        (i32.add (i32.load (global.get $P_PREPQ)) (i32.shl (local.get $b) (i32.const 6)))
-        (i32.add (i32.load (global.get $P_PREPS)) (i32.shl (local.get $b) (i32.const 2)))
+        (i32.add (local.get $q) (i32.shl (local.get $b) (i32.const 6)))
+        (i32.add (local.get $s) (i32.mul (local.get $b) (local.get $sstride)))
         (i32.add (global.get $PERM) (i32.shl (call $layout (i32.load offset=36 (local.get $m))) (i32.const 5))))
-      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
-    (i32.store (global.get $PREP_SRC) (local.get $x))
-    (i32.store (global.get $PREP_KIND) (call $layout (i32.load offset=36 (local.get $m))))
-    (i32.store (global.get $PREP_COLS) (local.get $cols))
-    (i32.store (global.get $PREP_GROUP) (local.get $g)))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
 
   ;; quantizeBlockInt8 of 32 f32 at src: i16 values to dst in the order of `perm` (dst[k] = q[perm[k]]),
   ;; the scale to *sp. The maximum skips NaN as std::max does (pmax keeps the accumulator); the
@@ -1786,7 +1812,7 @@
       (br $rows))))
 
   ;; Job 0: rows [b, e) of the product described by ARGS: +0 matrix, +4 output, +8 first row.
-  (func $job_matvec (param $b i32) (param $e i32)
+  (func $job_matvec (param $b i32) (param $e i32) (param $slot i32)
     (call $mv_rows (i32.load (global.get $ARGS)) (i32.load offset=8 (global.get $ARGS))
       (local.get $b) (local.get $e) (i32.load offset=4 (global.get $ARGS))))
 
@@ -2209,21 +2235,37 @@
         (if (result f32) (f32.eq (local.get $amax) (f32.const 0)) (then (f32.const 0)) (else (f32.div (local.get $amax) (f32.const 127)))))
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (i32.shr_u (local.get $n) (i32.const 5))))))
 
-  ;; 4h, attention half: b -> x1 = b + sigmoid(attn_gate) ZCRMS(Wout(o * sigmoid(Wgate h)), post_norm).
+  ;; 4h, attention half: b -> x1 = b + sigmoid(attn_gate) ZCRMS(Wout(o * sigmoid(Wgate h)), post_norm),
+  ;; in four parts that a batched prefill runs token by token around its batched products.
   (func $attention (param $i i32) (param $p i32)
-    (local $d i32) (local $H i32) (local $KV i32) (local $hd i32) (local $j i32) (local $slot i32)
-    (local $row i32) (local $qd i32) (local $c i32) (local $g i32) (local $slots i32)
-    (local.set $d (call $g (global.get $G_D)))
+    (local $qd i32) (local $kvd i32)
+    (local.set $qd (i32.mul (call $g (global.get $G_H)) (call $g (global.get $G_HD))))
+    (local.set $kvd (i32.mul (call $g (global.get $G_KV)) (call $g (global.get $G_HD))))
+    (call $attn_norm (local.get $i))
+    (call $prepare (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_H)))
+    (call $product (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_Q)) (i32.const 0) (local.get $qd))
+    (call $product (call $r_layer (local.get $i) (i32.const 2)) (i32.load (global.get $P_K)) (i32.const 0) (local.get $kvd))
+    (call $product (call $r_layer (local.get $i) (i32.const 3)) (i32.load (global.get $P_V)) (i32.const 0) (local.get $kvd))
+    (call $product (call $r_layer (local.get $i) (i32.const 6)) (i32.load (global.get $P_GATE)) (i32.const 0) (local.get $qd))
+    (call $attn_heads (local.get $i) (local.get $p))
+    (call $prepare (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_O)))
+    (call $product (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_A)) (i32.const 0) (call $g (global.get $G_D)))
+    (call $attn_residual (local.get $i)))
+
+  ;; h = ZCRMS(b, norm_in): the input of the q, k, v and gate products.
+  (func $attn_norm (param $i i32)
+    (call $zcrms (i32.load (global.get $P_B)) (call $fdata (call $r_layer (local.get $i) (i32.const 0)))
+                 (call $g (global.get $G_D)) (i32.load (global.get $P_H))))
+
+  ;; From q, k, v and gate at position p: q and k normed and rotated, k and v cached, every query
+  ;; head's attention into o, then o <- o * sigmoid(gate).
+  (func $attn_heads (param $i i32) (param $p i32)
+    (local $H i32) (local $KV i32) (local $hd i32) (local $j i32) (local $slot i32) (local $row i32)
+    (local $qd i32) (local $c i32) (local $g i32) (local $slots i32)
     (local.set $H (call $g (global.get $G_H)))
     (local.set $KV (call $g (global.get $G_KV)))
     (local.set $hd (call $g (global.get $G_HD)))
     (local.set $qd (i32.mul (local.get $H) (local.get $hd)))
-    (call $zcrms (i32.load (global.get $P_B)) (call $fdata (call $r_layer (local.get $i) (i32.const 0))) (local.get $d) (i32.load (global.get $P_H)))
-    (call $prepare (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_H)))
-    (call $product (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_Q)) (i32.const 0) (local.get $qd))
-    (call $product (call $r_layer (local.get $i) (i32.const 2)) (i32.load (global.get $P_K)) (i32.const 0) (i32.mul (local.get $KV) (local.get $hd)))
-    (call $product (call $r_layer (local.get $i) (i32.const 3)) (i32.load (global.get $P_V)) (i32.const 0) (i32.mul (local.get $KV) (local.get $hd)))
-    (call $product (call $r_layer (local.get $i) (i32.const 6)) (i32.load (global.get $P_GATE)) (i32.const 0) (local.get $qd))
     (call $norm_rotate (i32.load (global.get $P_Q)) (local.get $H) (call $fdata (call $r_layer (local.get $i) (i32.const 4))))
     (call $norm_rotate (i32.load (global.get $P_K)) (local.get $KV) (call $fdata (call $r_layer (local.get $i) (i32.const 5))))
     ;; cache the normed, rotated k (transposed: value c of slot s at c x slots + s) and the raw v
@@ -2245,16 +2287,17 @@
     (call $key_range (local.get $i) (local.get $p))
     (if (i32.and (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)) (i32.gt_u (local.get $H) (i32.const 1)))
       (then (call $run_job (i32.const 1) (local.get $H) (i32.const 1)))
-      (else (call $job_attention (i32.const 0) (local.get $H))))
-    ;; o <- o * sigmoid(gate); a = Wout o
-    (local.set $c (i32.const 0))
+      (else (call $job_attention (i32.const 0) (local.get $H) (i32.const 0))))
     (loop $gate
       (local.set $g (i32.add (i32.load (global.get $P_O)) (i32.shl (local.get $c) (i32.const 2))))
       (f32.store (local.get $g) (f32.mul (f32.load (local.get $g))
         (call $sigmoid (f32.load (i32.add (i32.load (global.get $P_GATE)) (i32.shl (local.get $c) (i32.const 2)))))))
-      (br_if $gate (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $qd))))
-    (call $prepare (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_O)))
-    (call $product (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_A)) (i32.const 0) (local.get $d))
+      (br_if $gate (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $qd)))))
+
+  ;; From a = Wout o: a <- ZCRMS(a, post_norm); x1 = b + sigmoid(attn_gate) a.
+  (func $attn_residual (param $i i32)
+    (local $d i32)
+    (local.set $d (call $g (global.get $G_D)))
     (call $zcrms (i32.load (global.get $P_A)) (call $fdata (call $r_layer (local.get $i) (i32.const 8))) (local.get $d) (i32.load (global.get $P_A)))
     (memory.copy (i32.load (global.get $P_X1)) (i32.load (global.get $P_B)) (i32.shl (local.get $d) (i32.const 2)))
     (call $axpy (i32.load (global.get $P_X1))
@@ -2281,7 +2324,7 @@
     (i32.store offset=12 (global.get $ARGS) (i32.add (local.get $sinkEnd) (i32.sub (local.get $end) (local.get $wb)))))
 
   ;; Job 1: attention of query heads [b, e) (ARGS: +0 layer, +4 sinkEnd, +8 windowBegin, +12 keys).
-  (func $job_attention (param $b i32) (param $e i32)
+  (func $job_attention (param $b i32) (param $e i32) (param $slot i32)
     (loop $heads
       (if (i32.lt_u (local.get $b) (local.get $e))
         (then
@@ -2470,6 +2513,17 @@
     (call $prepare (call $rec (i32.const 0)) (local.get $x))
     (call $product (call $rec (i32.const 0)) (i32.load (global.get $LOGITS)) (i32.const 0) (call $g (global.get $G_VOCAB))))
 
+  ;; 1-2. XM = embedding row of `tok` x sqrt(d), copied to every lane of the lanes at x.
+  (func $embed (param $tok i32) (param $x i32)
+    (local $d i32) (local $k i32)
+    (local.set $d (call $g (global.get $G_D)))
+    (call $dequant_row (call $rec (i32.const 0)) (local.get $tok) (i32.load (global.get $P_XM)))
+    (call $scale (i32.load (global.get $P_XM)) (local.get $d) (f32.load (global.get $SQRTD)))
+    (loop $lanes
+      (memory.copy (i32.add (local.get $x) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2)))
+                   (i32.load (global.get $P_XM)) (i32.shl (local.get $d) (i32.const 2)))
+      (br_if $lanes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $g (global.get $G_LANES))))))
+
   ;; step(token, wantLogits): runs `token` at the next logical position; with wantLogits the logits
   ;; are at *ADDR_LOGITS. 0, or ERR_NOT_LOADED / ERR_TOKEN / ERR_FULL (state unchanged) / ERR_MEMORY.
   (func $step (export "step") (param $tok i32) (param $want i32) (result i32)
@@ -2484,12 +2538,7 @@
     (local.set $d (call $g (global.get $G_D)))
     (local.set $ld (i32.mul (local.get $d) (call $g (global.get $G_LANES))))
     ;; 1-2. embedding x sqrt(d), broadcast to the lanes
-    (call $dequant_row (call $rec (i32.const 0)) (local.get $tok) (i32.load (global.get $P_XM)))
-    (call $scale (i32.load (global.get $P_XM)) (local.get $d) (f32.load (global.get $SQRTD)))
-    (loop $lanes
-      (memory.copy (i32.add (i32.load (global.get $P_X)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2)))
-                   (i32.load (global.get $P_XM)) (i32.shl (local.get $d) (i32.const 2)))
-      (br_if $lanes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $g (global.get $G_LANES)))))
+    (call $embed (local.get $tok) (i32.load (global.get $P_X)))
     (local.set $at (call $trace (i32.load (global.get $P_XM)) (local.get $d) (i32.const 0)))
     (if (i32.load (global.get $HEADS_ON)) (then (call $pool_cell (i32.load (global.get $P_XM)))))  ;; cell 0
     ;; 3. engram keys and values
@@ -2532,22 +2581,391 @@
 
   ;; prefill(ids, n, wantLogits): runs the n u32 ids at `ids` from the next position, leaving exactly
   ;; the state (KV, engram ring, history, position, head pooling) and, with wantLogits, the logits of
-  ;; n `step`s. 0, or ERR_NOT_LOADED / ERR_TOKEN / ERR_FULL (checked before any work: the session is
-  ;; unchanged) / ERR_MEMORY.
+  ;; n `step`s, in chunks of CHUNK tokens whose products expand each packed row once for the whole
+  ;; chunk (one step at a time while the parity trace is on). 0, or ERR_NOT_LOADED / ERR_TOKEN /
+  ;; ERR_FULL / ERR_MEMORY, all checked before any work (the session is then unchanged).
   (func $prefill (export "prefill") (param $ids i32) (param $n i32) (param $want i32) (result i32)
-    (local $i i32) (local $r i32)
+    (local $i i32) (local $r i32) (local $m i32)
     (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
     (if (i32.eqz (i32.load (global.get $KV_CAP)))
       (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
     (if (local.tee $r (call $prefill_check (local.get $ids) (local.get $n))) (then (return (local.get $r))))
-    (block $done (loop $each
+    (if (i32.load (global.get $TRACE))
+      (then
+        (block $done (loop $each
+          (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
+          (drop (call $step (i32.load (i32.add (local.get $ids) (i32.shl (local.get $i) (i32.const 2))))
+                            (i32.and (local.get $want) (i32.eq (i32.add (local.get $i) (i32.const 1)) (local.get $n)))))
+          (local.set $i (i32.add (local.get $i) (i32.const 1)))
+          (br $each)))
+        (return (i32.const 0))))
+    (if (local.tee $r (call $batch_ready)) (then (return (local.get $r))))
+    (block $done (loop $chunks
       (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
-      (if (local.tee $r (call $step (i32.load (i32.add (local.get $ids) (i32.shl (local.get $i) (i32.const 2))))
-                                    (i32.and (local.get $want) (i32.eq (i32.add (local.get $i) (i32.const 1)) (local.get $n)))))
-        (then (return (local.get $r))))
-      (local.set $i (i32.add (local.get $i) (i32.const 1)))
-      (br $each)))
+      (local.set $m (i32.sub (local.get $n) (local.get $i)))
+      (if (i32.gt_u (local.get $m) (global.get $CHUNK)) (then (local.set $m (global.get $CHUNK))))
+      (call $prefill_chunk (i32.add (local.get $ids) (i32.shl (local.get $i) (i32.const 2))) (local.get $m)
+        (i32.and (local.get $want) (i32.eq (i32.add (local.get $i) (local.get $m)) (local.get $n))))
+      (local.set $i (i32.add (local.get $i) (local.get $m)))
+      (br $chunks)))
     (i32.const 0))
+
+  ;; Makes the batch blocks on the first prefill after a load (the per-token slices of BSLICES, the
+  ;; lanes, the prepared activations, the cells), and row scratch for every thread slot. 0 or ERR_MEMORY.
+  (func $batch_ready (result i32)
+    (local $d i32) (local $qd i32) (local $kvd i32) (local $ok i32) (local $t i32) (local $p i32) (local $ld i32)
+    (if (i32.eqz (i32.load (global.get $BATCH_OK)))
+      (then
+        (local.set $d (i32.shl (call $g (global.get $G_D)) (i32.const 2)))
+        (local.set $qd (i32.shl (i32.mul (call $g (global.get $G_H)) (call $g (global.get $G_HD))) (i32.const 2)))
+        (local.set $kvd (i32.shl (i32.mul (call $g (global.get $G_KV)) (call $g (global.get $G_HD))) (i32.const 2)))
+        (local.set $ld (i32.mul (local.get $d) (call $g (global.get $G_LANES))))
+        ;; every field whose value one phase of a chunk leaves for a later one, with its size per token
+        (local.set $ok (call $slice (i32.const 0) (global.get $P_U) (local.get $d)))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 1) (global.get $P_B) (local.get $d))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 2) (global.get $P_H) (local.get $d))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 3) (global.get $P_Q) (local.get $qd))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 4) (global.get $P_K) (local.get $kvd))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 5) (global.get $P_V) (local.get $kvd))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 6) (global.get $P_GATE) (local.get $qd))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 7) (global.get $P_O) (local.get $qd))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 8) (global.get $P_A) (local.get $d))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 9) (global.get $P_HPOST) (i32.const 64))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 10) (global.get $P_ROUTE) (i32.const 1024))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 11) (global.get $P_RCOS) (i32.shl (call $g (global.get $G_HD)) (i32.const 1)))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 12) (global.get $P_RSIN) (i32.shl (call $g (global.get $G_HD)) (i32.const 1)))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 13) (global.get $P_EK) (i32.mul (call $g (global.get $G_NSITE)) (local.get $d)))))
+        (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 14) (global.get $P_EV) (i32.mul (call $g (global.get $G_NSITE)) (local.get $d)))))
+        (i32.store (i32.add (global.get $BSLICES) (i32.const 180)) (i32.const 0))  ;; entry 15: the end
+        (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_BLANES) (i32.shl (global.get $CHUNK) (i32.const 2))) (i32.const 0))))
+        (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
+        (loop $lanes
+          (if (i32.eqz (local.tee $p (call $alloc (local.get $ld)))) (then (return (global.get $ERR_MEMORY))))
+          (i32.store (i32.add (i32.load (global.get $P_BLANES)) (i32.shl (local.get $t) (i32.const 2))) (local.get $p))
+          (br_if $lanes (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (global.get $CHUNK))))
+        (i32.store (global.get $BACT_STRIDE) (i32.add (i32.and (i32.add (i32.shl (i32.load (global.get $MAXPAD)) (i32.const 1)) (i32.const 63)) (i32.const -64)) (i32.const 64)))
+        (local.set $ok (i32.ne (call $buf (global.get $P_BACT) (i32.mul (i32.load (global.get $BACT_STRIDE)) (global.get $CHUNK))) (i32.const 0)))
+        (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_BACTS)
+          (i32.mul (i32.shr_u (i32.load (global.get $MAXPAD)) (i32.const 5)) (i32.shl (global.get $CHUNK) (i32.const 2)))) (i32.const 0))))
+        (if (i32.load (global.get $NHEADS))
+          (then (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_BCELLS)
+            (i32.mul (i32.mul (global.get $CHUNK) (i32.add (call $g (global.get $G_L)) (i32.const 1))) (local.get $d))) (i32.const 0))))))
+        (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
+        (i32.store (global.get $BATCH_OK) (i32.const 1))))
+    (if (i32.gt_u (i32.load (global.get $THREADS)) (i32.load (global.get $BROW_SLOTS)))
+      (then
+        (i32.store (global.get $BROW_BYTES) (i32.load (global.get $BACT_STRIDE)))  ;; a whole row, plus one block
+        (if (i32.eqz (call $buf (global.get $P_BROW) (i32.mul (i32.load (global.get $THREADS)) (i32.load (global.get $BROW_BYTES)))))
+          (then (return (global.get $ERR_MEMORY))))
+        (i32.store (global.get $BROW_SLOTS) (i32.load (global.get $THREADS)))))
+    (i32.const 0))
+
+  ;; Entry idx of BSLICES: pointer field `field`, CHUNK slices of `bytes` (rounded up to 64) for it.
+  ;; 1, or 0 when the memory cannot grow.
+  (func $slice (param $idx i32) (param $field i32) (param $bytes i32) (result i32)
+    (local $stride i32) (local $e i32) (local $p i32)
+    (local.set $stride (i32.and (i32.add (local.get $bytes) (i32.const 63)) (i32.const -64)))
+    (local.set $p (call $alloc (i32.add (i32.mul (local.get $stride) (global.get $CHUNK)) (i32.const 64))))
+    (local.set $e (i32.add (global.get $BSLICES) (i32.mul (local.get $idx) (i32.const 12))))
+    (i32.store (local.get $e) (local.get $field))
+    (i32.store offset=4 (local.get $e) (local.get $p))
+    (i32.store offset=8 (local.get $e) (local.get $stride))
+    (i32.ne (local.get $p) (i32.const 0)))
+
+  ;; Points every sliced field at token t's slice: from here on the step's functions work on token t.
+  (func $aim (param $t i32)
+    (local $e i32)
+    (local.set $e (global.get $BSLICES))
+    (block $done (loop $each
+      (br_if $done (i32.eqz (i32.load (local.get $e))))
+      (i32.store (i32.load (local.get $e)) (i32.add (i32.load offset=4 (local.get $e)) (i32.mul (local.get $t) (i32.load offset=8 (local.get $e)))))
+      (local.set $e (i32.add (local.get $e) (i32.const 12)))
+      (br $each))))
+
+  ;; The BSLICES entry of `field` (one of those $batch_ready made).
+  (func $slice_of (param $field i32) (result i32)
+    (local $e i32)
+    (local.set $e (global.get $BSLICES))
+    (loop $find
+      (if (i32.ne (i32.load (local.get $e)) (local.get $field))
+        (then (local.set $e (i32.add (local.get $e) (i32.const 12))) (br $find))))
+    (local.get $e))
+
+  ;; Token t's lanes, and its cell c (0: the scaled embedding, i + 1: the lane mean after layer i).
+  (func $blanes (param $t i32) (result i32)
+    (i32.load (i32.add (i32.load (global.get $P_BLANES)) (i32.shl (local.get $t) (i32.const 2)))))
+  (func $bcell (param $t i32) (param $c i32) (result i32)
+    (i32.add (i32.load (global.get $P_BCELLS)) (i32.shl (i32.mul (i32.add (i32.mul (local.get $t)
+      (i32.add (call $g (global.get $G_L)) (i32.const 1))) (local.get $c)) (call $g (global.get $G_D))) (i32.const 2))))
+
+  ;; One chunk of n <= CHUNK tokens from position POS: what n steps do, layer by layer for the whole
+  ;; chunk (the history, then each token's embedding, RoPE tables and engram in order, then the
+  ;; layers, then the pooling of the cells in step order and the last token's logits).
+  (func $prefill_chunk (param $ids i32) (param $n i32) (param $want i32)
+    (local $p0 i32) (local $t i32) (local $i i32) (local $c i32)
+    (local.set $p0 (i32.load (global.get $POS)))
+    (memory.copy (global.get $BSAVED) (global.get $P_U) (i32.const 116))
+    (loop $hist  ;; first: the engram hash of a position reads the tokens up to it
+      (i32.store (i32.add (i32.load (global.get $P_HIST)) (i32.shl (i32.add (local.get $p0) (local.get $t)) (i32.const 2)))
+                 (i32.load (i32.add (local.get $ids) (i32.shl (local.get $t) (i32.const 2)))))
+      (br_if $hist (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
+    (local.set $t (i32.const 0))
+    (loop $tokens
+      (call $aim (local.get $t))
+      (call $embed (i32.load (i32.add (local.get $ids) (i32.shl (local.get $t) (i32.const 2)))) (call $blanes (local.get $t)))
+      (if (i32.load (global.get $HEADS_ON))
+        (then (memory.copy (call $bcell (local.get $t) (i32.const 0)) (i32.load (global.get $P_XM)) (i32.shl (call $g (global.get $G_D)) (i32.const 2)))))
+      (call $rope_at (i32.add (local.get $p0) (local.get $t)))
+      (drop (call $engram (i32.add (local.get $p0) (local.get $t)) (i32.const 0)))
+      (br_if $tokens (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
+    (loop $layers
+      (call $chunk_layer (local.get $i) (local.get $p0) (local.get $n))
+      (br_if $layers (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (call $g (global.get $G_L)))))
+    (memory.copy (global.get $P_U) (global.get $BSAVED) (i32.const 116))
+    (i32.store (global.get $POS) (i32.add (local.get $p0) (local.get $n)))
+    (if (i32.load (global.get $HEADS_ON))
+      (then
+        (local.set $t (i32.const 0))
+        (loop $pool_tokens
+          (local.set $c (i32.const 0))
+          (loop $pool_cells
+            (call $pool_cell (call $bcell (local.get $t) (local.get $c)))
+            (br_if $pool_cells (i32.le_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (call $g (global.get $G_L)))))
+          (br_if $pool_tokens (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))))
+    (if (local.get $want)
+      (then
+        (memory.copy (i32.load (global.get $P_X)) (call $blanes (i32.sub (local.get $n) (i32.const 1)))
+          (i32.shl (i32.mul (call $g (global.get $G_D)) (call $g (global.get $G_LANES))) (i32.const 2)))
+        (call $output))))
+
+  ;; Layer i for the n tokens of a chunk from position p0: (A) token by token the mHC coefficients,
+  ;; the lanes read and h; the q, k, v and gate products of all tokens at once; (B) token by token, in
+  ;; order, RoPE, the KV rows and attention (token t sees the rows just cached for tokens before it);
+  ;; the out product of all tokens; (C) token by token the residual, the MLP and the lanes written.
+  (func $chunk_layer (param $i i32) (param $p0 i32) (param $n i32)
+    (local $t i32) (local $px i32)
+    (local.set $px (i32.load (global.get $P_X)))
+    (loop $a
+      (i32.store (global.get $P_X) (call $blanes (local.get $t)))
+      (call $aim (local.get $t))
+      (call $mhc_coeffs (local.get $i))
+      (call $read_lanes (local.get $i))
+      (call $attn_norm (local.get $i))
+      (br_if $a (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
+    (i32.store (global.get $P_X) (local.get $px))
+    (i32.store (global.get $BPREP_SRC) (i32.const 0))
+    (call $batch_product (call $r_layer (local.get $i) (i32.const 1)) (global.get $P_H) (global.get $P_Q) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (i32.const 2)) (global.get $P_H) (global.get $P_K) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (i32.const 3)) (global.get $P_H) (global.get $P_V) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (i32.const 6)) (global.get $P_H) (global.get $P_GATE) (local.get $n))
+    (local.set $t (i32.const 0))
+    (loop $b
+      (call $aim (local.get $t))
+      (call $attn_heads (local.get $i) (i32.add (local.get $p0) (local.get $t)))
+      (br_if $b (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
+    (i32.store (global.get $BPREP_SRC) (i32.const 0))
+    (call $batch_product (call $r_layer (local.get $i) (i32.const 7)) (global.get $P_O) (global.get $P_A) (local.get $n))
+    (local.set $t (i32.const 0))
+    (loop $c
+      (i32.store (global.get $P_X) (call $blanes (local.get $t)))
+      (call $aim (local.get $t))
+      (call $attn_residual (local.get $i))
+      (call $mlp (local.get $i))
+      (call $write_lanes)  ;; swaps P_X and P_NEWX: the token keeps the new lanes, P_NEWX its old ones
+      (i32.store (i32.add (i32.load (global.get $P_BLANES)) (i32.shl (local.get $t) (i32.const 2))) (i32.load (global.get $P_X)))
+      (if (i32.load (global.get $HEADS_ON))
+        (then (call $lane_mean (call $bcell (local.get $t) (i32.add (local.get $i) (i32.const 1))))))
+      (i32.store (global.get $P_X) (local.get $px))
+      (br_if $c (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n)))))
+
+  ;; The product of CQ matrix m with the n tokens' vectors of field `src` into their slices of field
+  ;; `out`: the vectors prepared for m's layout (unless they already are), then every row expanded
+  ;; once and multiplied with all n, rows split across threads.
+  (func $batch_product (param $m i32) (param $src i32) (param $out i32) (param $n i32)
+    (local $s i32) (local $o i32) (local $t i32) (local $rows i32)
+    (local.set $s (call $slice_of (local.get $src)))
+    (if (i32.or (i32.or (i32.ne (i32.load (global.get $BPREP_SRC)) (local.get $src))
+                        (i32.ne (i32.load (global.get $BPREP_KIND)) (call $layout (i32.load offset=36 (local.get $m)))))
+                (i32.or (i32.ne (i32.load (global.get $BPREP_COLS)) (i32.load offset=12 (local.get $m)))
+                        (i32.ne (i32.load (global.get $BPREP_GROUP)) (i32.load offset=20 (local.get $m)))))
+      (then
+        (loop $prep
+          (call $prepare_to (local.get $m)
+            (i32.add (i32.load offset=4 (local.get $s)) (i32.mul (local.get $t) (i32.load offset=8 (local.get $s))))
+            (i32.add (i32.load (global.get $P_BACT)) (i32.mul (local.get $t) (i32.load (global.get $BACT_STRIDE))))
+            (i32.add (i32.load (global.get $P_BACTS)) (i32.shl (local.get $t) (i32.const 2)))
+            (i32.shl (global.get $CHUNK) (i32.const 2)))
+          (br_if $prep (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
+        (i32.store (global.get $BPREP_SRC) (local.get $src))
+        (i32.store (global.get $BPREP_KIND) (call $layout (i32.load offset=36 (local.get $m))))
+        (i32.store (global.get $BPREP_COLS) (i32.load offset=12 (local.get $m)))
+        (i32.store (global.get $BPREP_GROUP) (i32.load offset=20 (local.get $m)))))
+    (local.set $o (call $slice_of (local.get $out)))
+    (local.set $rows (i32.load offset=8 (local.get $m)))
+    (i32.store (global.get $ARGS) (local.get $m))
+    (i32.store offset=4 (global.get $ARGS) (i32.load offset=4 (local.get $o)))
+    (i32.store offset=8 (global.get $ARGS) (i32.load offset=8 (local.get $o)))
+    (i32.store offset=12 (global.get $ARGS) (local.get $n))
+    (if (i32.and (i32.ge_u (local.get $rows) (i32.const 16)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
+      (then (call $run_job (i32.const 3) (local.get $rows) (call $chunk_for (local.get $rows) (i32.const 2))))
+      (else (call $batch_rows (i32.const 0) (local.get $rows) (i32.const 0)))))
+
+  ;; Job 3: rows [b, e) of the batched product described by ARGS (+0 matrix, +4 output of token 0,
+  ;; +8 bytes between two tokens' outputs, +12 tokens), with thread slot `slot`'s row scratch.
+  (func $job_batch (param $b i32) (param $e i32) (param $slot i32)
+    (call $batch_rows (local.get $b) (local.get $e) (local.get $slot)))
+
+  ;; Rows [b, e) of the batched product of ARGS: each packed row expanded once to int16 levels in the
+  ;; kernel's column order, then its dot with four tokens at a time ($batch_dot4), x the level scale.
+  (func $batch_rows (param $b i32) (param $e i32) (param $slot i32)
+    (local $m i32) (local $n i32) (local $kind i32) (local $nb i32) (local $bpg i32) (local $tbl v128)
+    (local $cs v128) (local $scr i32) (local $t i32) (local $acc v128) (local $at i32) (local $os i32)
+    (local $left i32) (local $astride i32)
+    (local.set $m (i32.load (global.get $ARGS)))
+    (local.set $os (i32.load offset=8 (global.get $ARGS)))
+    (local.set $n (i32.load offset=12 (global.get $ARGS)))
+    (local.set $kind (i32.load offset=36 (local.get $m)))
+    (local.set $nb (i32.shr_u (i32.load offset=16 (local.get $m)) (i32.const 5)))
+    (local.set $bpg (i32.shr_u (i32.load offset=20 (local.get $m)) (i32.const 5)))
+    (local.set $tbl (v128.load (i32.add (global.get $CBQ) (i32.shl (local.get $kind) (i32.const 4)))))
+    (local.set $cs (f32x4.splat (call $cb_scale (local.get $m))))
+    (local.set $scr (i32.add (i32.load (global.get $P_BROW)) (i32.mul (local.get $slot) (i32.load (global.get $BROW_BYTES)))))
+    (local.set $astride (i32.load (global.get $BACT_STRIDE)))
+    (block $done (loop $rows
+      (br_if $done (i32.ge_u (local.get $b) (local.get $e)))
+      (call $expand (local.get $kind) (i32.add (i32.load offset=24 (local.get $m)) (i32.mul (local.get $b) (i32.load offset=32 (local.get $m))))
+        (local.get $nb) (local.get $tbl) (local.get $scr))
+      (local.set $t (i32.const 0))
+      (loop $quads
+        (local.set $acc (f32x4.mul (local.get $cs) (call $batch_dot4 (local.get $scr)
+          (i32.add (i32.load offset=28 (local.get $m)) (i32.shl (i32.mul (local.get $b) (i32.load offset=40 (local.get $m))) (i32.const 1)))
+          (local.get $nb) (local.get $bpg)
+          (i32.add (i32.load (global.get $P_BACT)) (i32.mul (local.get $t) (local.get $astride))) (local.get $astride)
+          (i32.add (i32.load (global.get $P_BACTS)) (i32.shl (local.get $t) (i32.const 2))))))
+        (local.set $at (i32.add (i32.add (i32.load offset=4 (global.get $ARGS)) (i32.mul (local.get $t) (local.get $os))) (i32.shl (local.get $b) (i32.const 2))))
+        (local.set $left (i32.sub (local.get $n) (local.get $t)))
+        (f32.store (local.get $at) (f32x4.extract_lane 0 (local.get $acc)))
+        (if (i32.gt_u (local.get $left) (i32.const 1)) (then (f32.store (i32.add (local.get $at) (local.get $os)) (f32x4.extract_lane 1 (local.get $acc)))))
+        (if (i32.gt_u (local.get $left) (i32.const 2)) (then (f32.store (i32.add (local.get $at) (i32.shl (local.get $os) (i32.const 1))) (f32x4.extract_lane 2 (local.get $acc)))))
+        (if (i32.gt_u (local.get $left) (i32.const 3)) (then (f32.store (i32.add (local.get $at) (i32.mul (local.get $os) (i32.const 3))) (f32x4.extract_lane 3 (local.get $acc)))))
+        (br_if $quads (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 4))) (local.get $n))))
+      (local.set $b (i32.add (local.get $b) (i32.const 1)))
+      (br $rows))))
+
+  ;; A packed row of nb blocks (at p, kind `kind`, int8 levels `tbl`) as int16 levels at dst, 64 bytes
+  ;; per block in the order the prepared activation uses (the row kernels' column orders).
+  (func $expand (param $kind i32) (param $p i32) (param $nb i32) (param $tbl v128) (param $dst i32)
+    (local $end i32) (local $w v128) (local $l0 v128) (local $l1 v128) (local $l2 v128) (local $l3 v128)
+    (local $three v128) (local $seven v128)
+    (local.set $end (i32.add (local.get $dst) (i32.shl (local.get $nb) (i32.const 6))))
+    (if (i32.eq (local.get $kind) (i32.const 2))
+      (then  ;; 4-bit: 16 bytes = one block; low nibble of byte j = column 2j, high = 2j + 1
+        (loop $blocks
+          (local.set $w (v128.load (local.get $p)))
+          (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (i8x16.splat (i32.const 15)))))
+          (local.set $l1 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 4))))
+          (call $store4 (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $l0)) (i16x8.extend_high_i8x16_s (local.get $l0))
+                                         (i16x8.extend_low_i8x16_s (local.get $l1)) (i16x8.extend_high_i8x16_s (local.get $l1)))
+          (local.set $p (i32.add (local.get $p) (i32.const 16)))
+          (br_if $blocks (i32.lt_u (local.tee $dst (i32.add (local.get $dst) (i32.const 64))) (local.get $end))))
+        (return)))
+    (if (i32.eq (local.get $kind) (i32.const 1))
+      (then  ;; 3-bit: 12 bytes = one block = four 24-bit words; index t of word m = column 8m + t
+        (local.set $seven (i32x4.splat (i32.const 7)))
+        (loop $blocks
+          (local.set $w (i8x16.swizzle (v128.load (local.get $p)) (v128.const i8x16 0 1 2 0x80 3 4 5 0x80 6 7 8 0x80 9 10 11 0x80)))
+          (local.set $l0 (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
+            (i16x8.narrow_i32x4_u (v128.and (local.get $w) (local.get $seven))
+                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 3)) (local.get $seven)))
+            (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 6)) (local.get $seven))
+                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 9)) (local.get $seven))))))
+          (local.set $l1 (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
+            (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 12)) (local.get $seven))
+                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 15)) (local.get $seven)))
+            (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 18)) (local.get $seven))
+                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 21)) (local.get $seven))))))
+          (call $store4 (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $l0)) (i16x8.extend_high_i8x16_s (local.get $l0))
+                                         (i16x8.extend_low_i8x16_s (local.get $l1)) (i16x8.extend_high_i8x16_s (local.get $l1)))
+          (local.set $p (i32.add (local.get $p) (i32.const 12)))
+          (br_if $blocks (i32.lt_u (local.tee $dst (i32.add (local.get $dst) (i32.const 64))) (local.get $end))))
+        (return)))
+    ;; 2-bit and ternary: 16 bytes = two blocks; crumb t of byte j = column 4j + t (bytes 0..7: the
+    ;; first block, 8..15: the second; an odd last block writes one block past, into the slack)
+    (local.set $three (i8x16.splat (i32.const 3)))
+    (loop $pairs
+      (local.set $w (v128.load (local.get $p)))
+      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
+      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
+      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
+      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (call $store4 (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $l0)) (i16x8.extend_low_i8x16_s (local.get $l1))
+                                     (i16x8.extend_low_i8x16_s (local.get $l2)) (i16x8.extend_low_i8x16_s (local.get $l3)))
+      (call $store4 (i32.add (local.get $dst) (i32.const 64))
+                    (i16x8.extend_high_i8x16_s (local.get $l0)) (i16x8.extend_high_i8x16_s (local.get $l1))
+                    (i16x8.extend_high_i8x16_s (local.get $l2)) (i16x8.extend_high_i8x16_s (local.get $l3)))
+      (local.set $p (i32.add (local.get $p) (i32.const 16)))
+      (br_if $pairs (i32.lt_u (local.tee $dst (i32.add (local.get $dst) (i32.const 128))) (local.get $end)))))
+
+  ;; Stores four vectors at p, p + 16, p + 32, p + 48.
+  (func $store4 (param $p i32) (param $a v128) (param $b v128) (param $c v128) (param $d v128)
+    (v128.store (local.get $p) (local.get $a))
+    (v128.store offset=16 (local.get $p) (local.get $b))
+    (v128.store offset=32 (local.get $p) (local.get $c))
+    (v128.store offset=48 (local.get $p) (local.get $d)))
+
+  ;; One expanded row (w: int16 levels, 64 bytes per block; np: its fp16 group norms; bpg blocks per
+  ;; group) against four tokens' prepared activations (x, xstride apart; their block scales at s,
+  ;; CHUNK apart per block): lane j = the row kernels' result for token j, in their f32 order. Each
+  ;; block's four int32 dots are exact; lane j then takes gs += isum x scale block by block and
+  ;; acc += norm x gs group by group, as the row kernels do for one token.
+  (func $batch_dot4 (param $w i32) (param $np i32) (param $nb i32) (param $bpg i32) (param $x i32) (param $xstride i32) (param $s i32) (result v128)
+    (local $b i32) (local $k i32) (local $x1 i32) (local $x2 i32) (local $x3 i32) (local $f16t i32)
+    (local $w0 v128) (local $w1 v128) (local $w2 v128) (local $w3 v128)
+    (local $d0 v128) (local $d1 v128) (local $d2 v128) (local $d3 v128) (local $gs v128) (local $acc v128)
+    (local.set $f16t (i32.load (global.get $P_F16)))
+    (local.set $x1 (i32.add (local.get $x) (local.get $xstride)))
+    (local.set $x2 (i32.add (local.get $x1) (local.get $xstride)))
+    (local.set $x3 (i32.add (local.get $x2) (local.get $xstride)))
+    (loop $blocks
+      (local.set $w0 (v128.load (local.get $w)))
+      (local.set $w1 (v128.load offset=16 (local.get $w)))
+      (local.set $w2 (v128.load offset=32 (local.get $w)))
+      (local.set $w3 (v128.load offset=48 (local.get $w)))
+      (local.set $d0 (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w0) (v128.load (local.get $x))) (i32x4.dot_i16x8_s (local.get $w1) (v128.load offset=16 (local.get $x))))
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w2) (v128.load offset=32 (local.get $x))) (i32x4.dot_i16x8_s (local.get $w3) (v128.load offset=48 (local.get $x))))))
+      (local.set $d1 (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w0) (v128.load (local.get $x1))) (i32x4.dot_i16x8_s (local.get $w1) (v128.load offset=16 (local.get $x1))))
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w2) (v128.load offset=32 (local.get $x1))) (i32x4.dot_i16x8_s (local.get $w3) (v128.load offset=48 (local.get $x1))))))
+      (local.set $d2 (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w0) (v128.load (local.get $x2))) (i32x4.dot_i16x8_s (local.get $w1) (v128.load offset=16 (local.get $x2))))
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w2) (v128.load offset=32 (local.get $x2))) (i32x4.dot_i16x8_s (local.get $w3) (v128.load offset=48 (local.get $x2))))))
+      (local.set $d3 (i32x4.add
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w0) (v128.load (local.get $x3))) (i32x4.dot_i16x8_s (local.get $w1) (v128.load offset=16 (local.get $x3))))
+        (i32x4.add (i32x4.dot_i16x8_s (local.get $w2) (v128.load offset=32 (local.get $x3))) (i32x4.dot_i16x8_s (local.get $w3) (v128.load offset=48 (local.get $x3))))))
+      ;; lane j = the whole block dot of token j (a transpose of lane sums, exact)
+      (local.set $d0 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $d0) (local.get $d1))
+                                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $d0) (local.get $d1))))
+      (local.set $d2 (i32x4.add (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $d2) (local.get $d3))
+                                (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $d2) (local.get $d3))))
+      (local.set $d0 (i32x4.add (i8x16.shuffle 0 1 2 3 8 9 10 11 16 17 18 19 24 25 26 27 (local.get $d0) (local.get $d2))
+                                (i8x16.shuffle 4 5 6 7 12 13 14 15 20 21 22 23 28 29 30 31 (local.get $d0) (local.get $d2))))
+      (local.set $gs (f32x4.add (local.get $gs) (f32x4.mul (f32x4.convert_i32x4_s (local.get $d0)) (v128.load (local.get $s)))))
+      (if (i32.eq (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $bpg))
+        (then
+          (local.set $acc (f32x4.add (local.get $acc) (f32x4.mul
+            (v128.load32_splat (i32.add (local.get $f16t) (i32.shl (i32.load16_u (local.get $np)) (i32.const 2)))) (local.get $gs))))
+          (local.set $gs (v128.const i32x4 0 0 0 0))
+          (local.set $k (i32.const 0))
+          (local.set $np (i32.add (local.get $np) (i32.const 2)))))
+      (local.set $w (i32.add (local.get $w) (i32.const 64)))
+      (local.set $x (i32.add (local.get $x) (i32.const 64)))
+      (local.set $x1 (i32.add (local.get $x1) (i32.const 64)))
+      (local.set $x2 (i32.add (local.get $x2) (i32.const 64)))
+      (local.set $x3 (i32.add (local.get $x3) (i32.const 64)))
+      (local.set $s (i32.add (local.get $s) (i32.shl (global.get $CHUNK) (i32.const 2))))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
+    (local.get $acc))
 
   ;; A snapshot block: a 64-byte header (+0 position, +4 sink, +8 head pooling on, +12 cells pooled),
   ;; then what $snap_walk moves. It holds exactly what the session has written so far, so it is small

@@ -1,6 +1,7 @@
 // The CQ kernels per width (2-, 3-, 4-bit and ternary): the engine's SIMD products and row
 // dequantisation equal a scalar JavaScript re-implementation of docs/numerics.md bit for bit, on
-// archives packed at each width; the reference's matvec rung and logits agree exactly too.
+// archives packed at each width; the reference's matvec rung and logits agree exactly too, and the
+// batched prefill's products give the same logits.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
@@ -60,6 +61,10 @@ for (const width of ['2', '3', '4', '1.58']) {
       const r = await engine.generate(ids, { wantRows: true });
       const vocab = engine.geometry.vocab;
       r.rows.forEach((row, p) => assert.equal(maxRel(row, rows.all.subarray(p * vocab, (p + 1) * vocab)), 0, `row ${p}`));
+      // the batched prefill's products at this width: the same last row, bit for bit
+      await engine.reset();
+      const last = await engine.prefill(ids);
+      assert.ok(Buffer.from(last.buffer).equals(Buffer.from(r.rows[ids.length - 1].buffer)), 'prefill of the prompt: last row');
     });
   });
 }
