@@ -40,8 +40,9 @@ struct BackendFailure : Error {
 // The session's Backend over a needle_tc_backend's function pointers.
 class CallbackBackend : public Backend {
  public:
-  CallbackBackend(const needle_tc_backend& c, const SessionModel& model)
-      : c_(c), model_(model), sampler_(model.vocab()) {
+  CallbackBackend(const needle_tc_backend& c, const needle_tc_snapshots* snapshots, const SessionModel& model)
+      : c_(c), snapshots_(snapshots && snapshots->save && snapshots->restore ? snapshots : nullptr),
+        model_(model), sampler_(model.vocab()) {
     if (!c_.reset) throw Error("backend: \"reset\" is required");
     if (!c_.feed) throw Error("backend: \"feed\" is required");
     const bool own = c_.set_sampler && c_.sample && c_.logprob;
@@ -123,6 +124,18 @@ class CallbackBackend : public Backend {
     return out;
   }
 
+  bool hasSnapshots() const override { return snapshots_ != nullptr; }
+
+  bool snapshotSave() override { return snapshots_ && snapshots_->save(c_.user) >= 0; }
+
+  bool snapshotRestore(std::span<const uint32_t> prefix) override {
+    if (!snapshots_) return false;
+    const int32_t position = snapshots_->restore(c_.user);
+    if (position < 0 || static_cast<size_t>(position) != prefix.size()) return false;
+    history_.assign(prefix.begin(), prefix.end());
+    return true;
+  }
+
   bool stopRequested() override { return c_.stop_requested && c_.stop_requested(c_.user) != 0; }
 
   void onText(std::string_view delta, uint32_t token, bool forced) override {
@@ -146,6 +159,7 @@ class CallbackBackend : public Backend {
   }
 
   const needle_tc_backend& c_;
+  const needle_tc_snapshots* snapshots_;  // null: no prefix reuse
   const SessionModel& model_;
   Sampler sampler_;                // used when the backend does not sample
   std::vector<uint32_t> history_;  // ids fed since the last reset
@@ -180,6 +194,11 @@ void needle_tc_model_free(needle_tc_model* model) { delete model; }
 
 int32_t needle_tc_complete(needle_tc_model* model, const char* request_json, const needle_tc_backend* backend,
                            char** envelope) {
+  return needle_tc_complete_reusing(model, request_json, backend, nullptr, envelope);
+}
+
+int32_t needle_tc_complete_reusing(needle_tc_model* model, const char* request_json, const needle_tc_backend* backend,
+                                   const needle_tc_snapshots* snapshots, char** envelope) {
   int32_t status = NEEDLE_TC_OK;
   std::string out;
   try {
@@ -192,7 +211,7 @@ int32_t needle_tc_complete(needle_tc_model* model, const char* request_json, con
       } catch (const Error& e) {
         throw Refusal(e.what());
       }
-      CallbackBackend b(*backend, *model->model);
+      CallbackBackend b(*backend, snapshots, *model->model);
       env = model->session->complete(b, request);
     } catch (const Refusal& e) {
       status = NEEDLE_TC_REFUSED;

@@ -133,6 +133,23 @@ typedef struct needle_tc_backend {
   double (*memory_bytes)(void* user);
 } needle_tc_backend;
 
+/* Prefix reuse (optional; docs/toolcall.md, "Reusing the tools prefix"): one snapshot of the session
+ * that the backend keeps apart from it (reset, feed and the ranking sessions leave it as it is). The
+ * session saves it when a prompt's pinned prefix (BOS, system turn, tools through </tools>) has been
+ * fed, and restores it, right after reset (and heads_begin when pooling), when the next request's
+ * prompt starts with exactly the same ids. A separate struct, so that needle_tc_backend keeps its
+ * layout for callers built against it (Python's ctypes). */
+typedef struct needle_tc_snapshots {
+  /* Saves the session as it is now: its position, token history, KV rows, engram ring and head
+   * pooling, replacing the last snapshot. 0, or negative when it could not (the session unchanged;
+   * the request goes on without reuse). */
+  int32_t (*save)(void* user);
+  /* Returns the session to the snapshot. The snapshot's position (the session then checks that it is
+   * the prefix's length), or negative when there is none (the session then resets again and
+   * prefills the whole prompt). */
+  int32_t (*restore)(void* user);
+} needle_tc_snapshots;
+
 /* What the session knows of a model: its tokenizer (and the token table built from it, 15-30 ms for
  * 8192 pieces, once), the vocabulary size (the mask's width: vocab >= the tokenizer's pieces),
  * max_seq_len, and which probe heads exist (NEEDLE_TC_HEAD_* bits). */
@@ -156,6 +173,13 @@ NEEDLE_TC_API void needle_tc_model_free(needle_tc_model* model);
  * "error". Not reentrant for one model handle (one request at a time per handle). */
 NEEDLE_TC_API int32_t needle_tc_complete(needle_tc_model* model, const char* request_json,
                                          const needle_tc_backend* backend, char** envelope);
+
+/* needle_tc_complete, with prefix reuse through `snapshots` (NULL: none, which is needle_tc_complete).
+ * The model handle remembers which prompt ids the backend's snapshot holds, so use one backend (one
+ * engine) per handle; the envelope's "reused_prompt_tokens" says how many positions were restored. */
+NEEDLE_TC_API int32_t needle_tc_complete_reusing(needle_tc_model* model, const char* request_json,
+                                                 const needle_tc_backend* backend,
+                                                 const needle_tc_snapshots* snapshots, char** envelope);
 
 /* Checks tools JSON text as the request would: "" when it is a valid tool list for the call grammar,
  * else the message (tools JSON at line 3, column 7: ...; tool "t" parameter "p": "pattern" is not

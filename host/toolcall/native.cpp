@@ -3,13 +3,15 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+
 namespace needle::toolcall {
 
 NativeBackend::NativeBackend(const Model& model, const Tokenizer& tokenizer, NativeOptions options)
     : model_(model),
       tokenizer_(tokenizer),
       options_(options),
-      pooling_(model.heads, model.geo.d_model),
+      pooling_(std::make_unique<HeadPooling>(model.heads, model.geo.d_model)),
       sampler_(model.geo.vocab) {}
 
 std::vector<uint32_t> NativeBackend::encode(std::string_view text, bool raw) {
@@ -27,22 +29,43 @@ void NativeBackend::reset(uint32_t sink) {
     ref_ = std::make_unique<Reference>(model_, o);
   }
   ref_->setHeads(nullptr);
+  poolingOn_ = false;
   history_.clear();
   hasLogits_ = false;
 }
 
 void NativeBackend::feed(std::span<const uint32_t> ids, bool wantLogits) {
   if (!ref_) throw Error("native backend: feed before reset");
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const bool last = i + 1 == ids.size();
-    const std::vector<float>& logits = ref_->step(ids[i], wantLogits && last);
-    history_.push_back(ids[i]);
-    hasLogits_ = false;
-    if (wantLogits && last) {
-      logits_ = logits;
-      hasLogits_ = true;
-    }
+  if (ids.empty()) return;
+  const std::vector<float>& logits = ref_->prefill(ids, wantLogits);
+  history_.insert(history_.end(), ids.begin(), ids.end());
+  hasLogits_ = wantLogits;
+  if (wantLogits) logits_ = logits;
+}
+
+bool NativeBackend::snapshotSave() {
+  if (!ref_) return false;
+  Saved s{ref_->snapshot(), poolingOn_ ? std::make_unique<HeadPooling>(*pooling_) : nullptr};
+  saved_ = std::move(s);
+  return true;
+}
+
+bool NativeBackend::snapshotRestore(std::span<const uint32_t> prefix) {
+  // Only the snapshot of exactly this prefix, taken with the same sink, KV mode and pooling.
+  if (!ref_ || !saved_) return false;
+  const Reference::Snapshot& r = saved_->reference;
+  if (r.sink != ref_->options().sink || r.kvInt8 != ref_->options().kvInt8 ||
+      !std::equal(prefix.begin(), prefix.end(), r.history.begin(), r.history.end()) ||
+      (saved_->pooling != nullptr) != poolingOn_)
+    return false;
+  ref_->restore(r);
+  if (poolingOn_) {
+    pooling_ = std::make_unique<HeadPooling>(*saved_->pooling);
+    ref_->setHeads(pooling_.get());
   }
+  history_.assign(prefix.begin(), prefix.end());
+  hasLogits_ = false;
+  return true;
 }
 
 void NativeBackend::setSampler(const SamplerOptions& options, uint64_t seed) {
@@ -63,13 +86,14 @@ float NativeBackend::logprob(uint32_t token) {
 void NativeBackend::headsBegin() {
   if (!ref_) throw Error("native backend: heads before reset");
   if (model_.heads.empty()) throw Error("native backend: the archive has no probe heads");
-  pooling_.clear();
-  ref_->setHeads(&pooling_);
+  pooling_->clear();
+  ref_->setHeads(pooling_.get());
+  poolingOn_ = true;
 }
 
 std::vector<float> NativeBackend::headOutput(HeadCode code) {
   for (size_t h = 0; h < model_.heads.size(); ++h)
-    if (static_cast<int32_t>(model_.heads[h].kind) == static_cast<int32_t>(code)) return pooling_.output(h);
+    if (static_cast<int32_t>(model_.heads[h].kind) == static_cast<int32_t>(code)) return pooling_->output(h);
   throw Error(std::string("native backend: the archive has no ") +
               (code == HeadCode::Contrastive ? "contrastive" : "confidence") + " head");
 }

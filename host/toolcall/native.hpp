@@ -4,6 +4,8 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "archive.hpp"
@@ -33,6 +35,10 @@ class NativeBackend : public Backend {
   float logprob(uint32_t token) override;
   void headsBegin() override;
   std::vector<float> headOutput(HeadCode code) override;
+  // One snapshot: the Reference's (Reference::Snapshot), the head pooling, the token history.
+  bool hasSnapshots() const override { return true; }
+  bool snapshotSave() override;
+  bool snapshotRestore(std::span<const uint32_t> prefix) override;
   bool stopRequested() override { return stop && stop(); }
   void onText(std::string_view delta, uint32_t token, bool forced) override {
     if (text) text(delta, token, forced);
@@ -54,11 +60,18 @@ class NativeBackend : public Backend {
   const Tokenizer& tokenizer_;
   NativeOptions options_;
   std::unique_ptr<Reference> ref_;  // rebuilt when the sink changes (the KV cache's rows depend on it)
-  HeadPooling pooling_;
+  std::unique_ptr<HeadPooling> pooling_;  // (a pointer: HeadPooling is copied, not assigned)
+  bool poolingOn_ = false;                   // headsBegin since the last reset
   Sampler sampler_;
   std::vector<uint32_t> history_;  // every id run since the last reset (the repetition penalty's)
   std::vector<float> logits_;      // the last kept logits
   bool hasLogits_ = false;
+  // The snapshot (snapshotSave), kept apart from the session: reset and feed leave it as it is.
+  struct Saved {
+    Reference::Snapshot reference;
+    std::unique_ptr<HeadPooling> pooling;  // null when the pooling was off
+  };
+  std::optional<Saved> saved_;
 };
 
 // A SessionModel for an archive (its tokenizer, vocab, max_seq_len and heads). Error without a

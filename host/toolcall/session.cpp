@@ -302,6 +302,7 @@ std::string envelopeJson(const Envelope& e) {
   out += ",\"confidence\":" + (e.confidence ? f32Json(*e.confidence) : std::string("null"));
   out += ",\"prompt_tokens\":" + str(e.promptTokens);
   out += ",\"pinned_tokens\":" + str(e.pinnedTokens);
+  out += ",\"reused_prompt_tokens\":" + str(e.reusedPromptTokens);
   out += ",\"generated_tokens\":" + str(e.generatedTokens);
   out += ",\"forced_tokens\":" + str(e.forcedTokens);
   out += ",\"reply_ids\":[";
@@ -376,6 +377,7 @@ struct Session::Run {
   const SessionModel& model;
   Backend& backend;
   const Request& req;
+  std::optional<Prefix>& prefix;      // what the backend's snapshot holds (Session::prefix_)
   Envelope env;
 
   double start = 0;
@@ -393,7 +395,8 @@ struct Session::Run {
   double callLogprobSum = 0;
   uint32_t callLogprobCount = 0;
 
-  Run(const SessionModel& m, Backend& b, const Request& r) : model(m), backend(b), req(r) {}
+  Run(const SessionModel& m, Backend& b, const Request& r, std::optional<Prefix>& p)
+      : model(m), backend(b), req(r), prefix(p) {}
 
   uint32_t markerId(Marker m) const { return model.table().markerId(m); }
 
@@ -634,6 +637,41 @@ struct Session::Run {
     }
   }
 
+  // A new reply session with the sink pinned, the sampler set and (when `pooled`) the heads pooling.
+  void beginSession(bool pooled) {
+    backend.reset(env.pinnedTokens);
+    backend.setSampler(req.sampling, req.seed);
+    if (pooled) backend.headsBegin();
+  }
+
+  // Steps 4-6 of docs/toolcall.md "The session": the sink, the pooling, and the prompt fed in one
+  // prefill, except that the pinned prefix (BOS, system turn, tools through </tools>) is restored from
+  // the backend's snapshot when it holds exactly these ids (same tools, system turn and pooling), and
+  // otherwise saved there on the way for the next request.
+  void prefill(bool pooled) {
+    beginSession(pooled);
+    const std::span<const uint32_t> all(promptIds);
+    const uint32_t sink = env.pinnedTokens;
+    if (!backend.hasSnapshots() || sink >= all.size()) {  // (a prompt always goes on after </tools>)
+      backend.feed(all, true);
+      return;
+    }
+    const std::span<const uint32_t> pinned = all.first(sink), rest = all.subspan(sink);
+    if (prefix && prefix->pooled == pooled && std::equal(pinned.begin(), pinned.end(), prefix->ids.begin(),
+                                                          prefix->ids.end())) {
+      if (backend.snapshotRestore(pinned)) {
+        env.reusedPromptTokens = sink;
+        backend.feed(rest, true);
+        return;
+      }
+      beginSession(pooled);  // no such snapshot after all: start again from an empty session
+    }
+    prefix.reset();
+    backend.feed(pinned, false);
+    if (backend.snapshotSave()) prefix = Prefix{std::vector<uint32_t>(pinned.begin(), pinned.end()), pooled};
+    backend.feed(rest, true);
+  }
+
   // docs/toolcall.md, "Confidence": min(sigmoid(head logit), exp(mean logprob of the sampled call
   // tokens)), in f32.
   void confidence() {
@@ -658,11 +696,8 @@ struct Session::Run {
       throw Refusal(e.what());
     }
     const bool pooled = req.useHeads && model.hasConfidence();
-    backend.reset(env.pinnedTokens);
-    backend.setSampler(req.sampling, req.seed);
-    if (pooled) backend.headsBegin();
     const double prefillStart = backend.nowMs();
-    backend.feed(promptIds, true);
+    prefill(pooled);
     const double prefillEnd = backend.nowMs();
     generate();
     const double end = backend.nowMs();
@@ -677,7 +712,8 @@ struct Session::Run {
     env.success = env.error.empty();
     if (pooled) confidence();
     const double prefillMs = prefillEnd - prefillStart, decodeMs = end - prefillEnd;
-    env.prefillTps = prefillMs > 0 ? env.promptTokens * 1000.0 / prefillMs : 0;
+    const uint32_t prefilled = env.promptTokens - env.reusedPromptTokens;
+    env.prefillTps = prefillMs > 0 ? prefilled * 1000.0 / prefillMs : 0;
     env.decodeTps = decodeMs > 0 ? env.generatedTokens * 1000.0 / decodeMs : 0;
     env.peakMemoryBytes = backend.memoryBytes();
     return env;
@@ -685,7 +721,7 @@ struct Session::Run {
 };
 
 Envelope Session::complete(Backend& backend, const Request& request) {
-  Run run(model_, backend, request);
+  Run run(model_, backend, request, prefix_);
   return run.go();
 }
 

@@ -3,7 +3,8 @@
 //
 // complete() parses the tools (every error before anything runs), ranks them with the contrastive
 // head when there are more than 5, renders the prompt, refuses a prompt that does not fit, pins the
-// prefix through </tools> as the KV sink, feeds the prompt, then generates the reply token by token:
+// prefix through </tools> as the KV sink, feeds the prompt (restoring the backend's snapshot of that
+// prefix when the last request saved the same one), then generates the reply token by token:
 // a forced fragment of the call grammar is fed without sampling; otherwise the next token is drawn
 // under the grammar's budget mask. The reply is read back (reply.hpp) and reported as an Envelope.
 //
@@ -62,6 +63,21 @@ class Backend {
   }
   // A monotonic clock in milliseconds.
   virtual double nowMs();
+
+  // Prefix reuse (optional; docs/toolcall.md, "Reusing the tools prefix"). The backend keeps one
+  // snapshot apart from the session: reset, feed and the ranking sessions leave it as it is.
+  // Whether the two calls below work (false: every prompt is prefilled whole).
+  virtual bool hasSnapshots() const { return false; }
+  // Saves the session as it is now (positions, KV rows, engram ring, token history, head pooling),
+  // replacing the last snapshot. False when it could not be saved (the session is unchanged).
+  virtual bool snapshotSave() { return false; }
+  // Returns the session, right after reset(sink) (and headsBegin() when pooling), to the snapshot,
+  // which the caller expects to hold exactly the positions of `prefix`. False when there is no such
+  // snapshot; the caller then resets again and prefills everything.
+  virtual bool snapshotRestore(std::span<const uint32_t> prefix) {
+    (void)prefix;
+    return false;
+  }
   // The process's peak memory in bytes (0 when unknown).
   virtual uint64_t memoryBytes() { return 0; }
 };
@@ -124,6 +140,7 @@ struct Envelope {
   std::string text;                     // the reply as generated, markers spelled, invalid bytes U+FFFD
   std::optional<float> confidence;      // with the confidence head
   uint32_t promptTokens = 0, pinnedTokens = 0, generatedTokens = 0, forcedTokens = 0;
+  uint32_t reusedPromptTokens = 0;      // prompt positions restored from the backend's snapshot
   std::vector<uint32_t> replyIds;
   std::optional<std::vector<std::string>> toolsOffered;  // when the contrastive head ranked the tools
   double timeToFirstTokenMs = 0, prefillTps = 0, decodeTps = 0, constraintMs = 0;
@@ -155,9 +172,20 @@ class Session {
   // e.g. unconstrained output or a stopped reply).
   Envelope complete(Backend& backend, const Request& request);
 
+  // Forgets which prompt prefix the backend's snapshot holds: the next request prefills whole (and
+  // saves a new one). Needed only when something else wrote the backend's snapshot.
+  void forgetPrefix() { prefix_.reset(); }
+
  private:
   struct Run;
+  // What the backend's snapshot holds, as far as this session knows: the prompt's ids through
+  // </tools> (BOS, system turn, tools) and whether the head pooling was on.
+  struct Prefix {
+    std::vector<uint32_t> ids;
+    bool pooled = false;
+  };
   const SessionModel& model_;
+  std::optional<Prefix> prefix_;
 };
 
 // The contrastive ranking (docs/toolcall.md, "Ranking the tools"): the indices of the `keep` tools

@@ -28,6 +28,7 @@ struct Host {
   std::string streamed;
   int resets = 0;
   int failFeed = 0;  // nonzero: feed returns -failFeed
+  std::vector<uint32_t> fed, saved;  // ids fed since the last reset; those the snapshot holds
 };
 
 Host& host(void* user) { return *static_cast<Host*>(user); }
@@ -45,12 +46,14 @@ int32_t cbEncode(void* user, const char* utf8, uint32_t bytes, int32_t withPrefi
 int32_t cbReset(void* user, uint32_t sink) {
   ++host(user).resets;
   host(user).native.reset(sink);
+  host(user).fed.clear();
   return 0;
 }
 int32_t cbFeed(void* user, const uint32_t* ids, uint32_t n, int32_t wantLogits) {
   if (host(user).failFeed) return -host(user).failFeed;
   try {
     host(user).native.feed(std::span<const uint32_t>(ids, n), wantLogits != 0);
+    host(user).fed.insert(host(user).fed.end(), ids, ids + n);
     return 0;
   } catch (...) {
     return -23;
@@ -89,6 +92,17 @@ int32_t cbHeadOutput(void* user, int32_t code, float* out, uint32_t cap) {
     return -29;
   }
 }
+int32_t cbSave(void* user) {
+  if (!host(user).native.snapshotSave()) return -31;
+  host(user).saved = host(user).fed;
+  return 0;
+}
+int32_t cbRestore(void* user) {
+  Host& h = host(user);
+  if (h.saved.empty() || !h.native.snapshotRestore(h.saved)) return -32;
+  h.fed = h.saved;
+  return static_cast<int32_t>(h.saved.size());
+}
 void cbOnText(void* user, const char* utf8, uint32_t bytes, uint32_t, int32_t) {
   host(user).streamed.append(utf8, bytes);
 }
@@ -108,13 +122,14 @@ needle_tc_backend callbacks(Host& h) {
   return b;
 }
 
-// An envelope's deterministic part: the JSON without the timings and the memory.
-std::string outcome(const std::string& envelope) {
+// An envelope's deterministic part: the JSON without the timings and the memory (and without
+// reused_prompt_tokens unless asked: a C++ session reuses its backend's prefix, needle_tc_complete none).
+std::string outcome(const std::string& envelope, bool keepReused = false) {
   needle::json::Value v = needle::json::parse(envelope);
   std::vector<needle::json::Member> kept;
   for (const needle::json::Member& m : v.members)
     if (m.name != "time_to_first_token_ms" && m.name != "prefill_tps" && m.name != "decode_tps" &&
-        m.name != "constraint_ms" && m.name != "peak_memory_bytes")
+        m.name != "constraint_ms" && m.name != "peak_memory_bytes" && (keepReused || m.name != "reused_prompt_tokens"))
       kept.push_back(m);
   v.members = kept;
   return needle::json::compact(v);
@@ -200,6 +215,42 @@ TEST_CASE("C API: the envelope equals the C++ session's whoever samples and toke
     }
   }
   REQUIRE(variantsChecked == 12);
+  api.modelFree(m);
+}
+
+TEST_CASE("C API: with snapshots the prefix is reused as in the C++ session, with the same envelopes", "[session][capi]") {
+  const Loaded& l = micro();
+  const Api api;
+  needle_tc_model* m = modelOf(api, l);
+  tc::Session session(*l.session);
+  RecordingBackend native(l);
+  Host h(l);
+  needle_tc_backend b = callbacks(h);
+  const needle_tc_snapshots snapshots{cbSave, cbRestore};
+  // requests()[0] and [1] share the prefix, [2] has a system turn, [3] is [0]'s prefix again; then all
+  // four once more: reused, saved, saved, reused, ...
+  std::vector<uint32_t> reused;
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& json : requests()) {
+      INFO(json);
+      native.clear();
+      const tc::Envelope want = session.complete(native, tc::parseRequest(json));
+      reused.push_back(want.reusedPromptTokens);
+      char* out = nullptr;
+      const int32_t status = needle_tc_complete_reusing(m, json.c_str(), &b, &snapshots, &out);
+      REQUIRE(status == NEEDLE_TC_OK);
+      REQUIRE(outcome(take(out), true) == outcome(tc::envelopeJson(want), true));
+    }
+  }
+  REQUIRE(reused.size() == 8);
+  CHECK(reused[0] == 0);
+  CHECK(reused[1] > 0);   // same tools, no system turn
+  CHECK(reused[2] == 0);  // a system turn: another prefix
+  CHECK(reused[3] == 0);  // back to the first prefix, which the snapshot no longer holds
+  CHECK(reused[4] == reused[1]);
+  CHECK(reused[5] == reused[1]);
+  CHECK(reused[6] == 0);
+  CHECK(reused[7] == 0);
   api.modelFree(m);
 }
 
@@ -298,7 +349,7 @@ TEST_CASE("libneedle_toolcall.so exports the C API alone and runs a request", "[
   REQUIRE(api.free);
   REQUIRE(dlsym(so, "needle_tc_alloc") != nullptr);
   // Nothing of the C++ library is visible (hidden visibility): the only functions the library defines
-  // for others are the six of capi.h.
+  // for others are the seven of capi.h.
   FILE* nm = popen(("nm -D --defined-only " + path + " 2>&1").c_str(), "r");
   REQUIRE(nm != nullptr);
   std::vector<std::string> functions;
@@ -311,7 +362,8 @@ TEST_CASE("libneedle_toolcall.so exports the C API alone and runs a request", "[
   REQUIRE(pclose(nm) == 0);
   std::sort(functions.begin(), functions.end());
   REQUIRE(functions == std::vector<std::string>{"needle_tc_alloc", "needle_tc_check_tools", "needle_tc_complete",
-                                                "needle_tc_free", "needle_tc_model_free", "needle_tc_model_new"});
+                                                "needle_tc_complete_reusing", "needle_tc_free",
+                                                "needle_tc_model_free", "needle_tc_model_new"});
 
   char* message = api.checkTools("[{\"name\":1}]");
   REQUIRE(std::string(message) == "tool 1: \"name\" must be a string");

@@ -93,11 +93,13 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   REQUIRE(essence(r.out) == essence(tc::envelopeJson(session.complete(native, request))));
   const needle::json::Value v = needle::json::parse(r.out);
   for (const char* key : {"type", "success", "error", "function_calls", "reasoning", "text", "confidence",
-                          "prompt_tokens", "pinned_tokens", "generated_tokens", "forced_tokens", "reply_ids",
+                          "prompt_tokens", "pinned_tokens", "reused_prompt_tokens", "generated_tokens",
+                          "forced_tokens", "reply_ids",
                           "tools_offered", "time_to_first_token_ms", "prefill_tps", "decode_tps", "constraint_ms",
                           "peak_memory_bytes"})
     REQUIRE(v.find(key) != nullptr);
-  REQUIRE(v.members.size() == 18);
+  REQUIRE(v.members.size() == 19);
+  REQUIRE(v.find("reused_prompt_tokens")->text == "0");  // one request: nothing to reuse
   REQUIRE(std::stod(v.find("peak_memory_bytes")->text) > 1e6);
 
   // f32 activations give other logits: the option reaches the Reference.
@@ -145,6 +147,10 @@ TEST_CASE("needle-run --history and --batch", "[session][cli]") {
   REQUIRE(essence(lines[0]) == singles[0]);
   REQUIRE(needle::json::parse(lines[1]).find("error")->text == "tool \"t\" parameter \"p\": \"pattern\" is not supported");
   REQUIRE(essence(lines[2]) == singles[1]);
+  // The batch keeps the tools prefix across its requests: the third line restored it.
+  REQUIRE(needle::json::parse(lines[0]).find("reused_prompt_tokens")->text == "0");
+  REQUIRE(needle::json::parse(lines[2]).find("reused_prompt_tokens")->text ==
+          needle::json::parse(lines[2]).find("pinned_tokens")->text);
 }
 
 TEST_CASE("needle-run refuses bad tools and an over-long prompt with a message and exit status 1", "[session][cli]") {

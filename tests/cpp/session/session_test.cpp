@@ -45,11 +45,13 @@ tc::Request request(const std::string& text, uint64_t seed = 0, float temperatur
   return r;
 }
 
-// The envelope's deterministic part (everything but the timings and the memory).
+// The envelope's deterministic part (everything but the timings and the memory; and the reused
+// prefix, since these tests run one session for many requests and compare with first runs).
 std::string outcome(const tc::Envelope& e) {
   tc::Envelope copy = e;
   copy.timeToFirstTokenMs = copy.prefillTps = copy.decodeTps = copy.constraintMs = 0;
   copy.peakMemoryBytes = 0;
+  copy.reusedPromptTokens = 0;
   return tc::envelopeJson(copy);
 }
 
@@ -460,6 +462,7 @@ TEST_CASE("the envelope JSON: keys in order and null where absent", "[session]")
   e.confidence = 0.25f;
   e.promptTokens = 100;
   e.pinnedTokens = 80;
+  e.reusedPromptTokens = 80;
   e.generatedTokens = 3;
   e.forcedTokens = 1;
   e.replyIds = {7, 8, 9};
@@ -471,13 +474,13 @@ TEST_CASE("the envelope JSON: keys in order and null where absent", "[session]")
   e.peakMemoryBytes = 123456789;
   REQUIRE(tc::envelopeJson(e) ==
           R"({"type":"call","success":true,"error":null,"function_calls":[{"name":"get_weather","arguments":{"location":"K\u00f6ln"}}],)"
-          R"("reasoning":"r","text":" <tool_call>[]","confidence":0.25,"prompt_tokens":100,"pinned_tokens":80,)"
+          R"("reasoning":"r","text":" <tool_call>[]","confidence":0.25,"prompt_tokens":100,"pinned_tokens":80,"reused_prompt_tokens":80,)"
           R"("generated_tokens":3,"forced_tokens":1,"reply_ids":[7,8,9],"tools_offered":["a","b"],)"
           R"("time_to_first_token_ms":1.500,"prefill_tps":1000.0,"decode_tps":100.0,"constraint_ms":0.000,)"
           R"("peak_memory_bytes":123456789})");
   REQUIRE(tc::envelopeJson(tc::errorEnvelope("tool \"t\": \"name\" is empty")) ==
           R"({"type":"respond","success":false,"error":"tool \"t\": \"name\" is empty","function_calls":[],)"
-          R"("reasoning":"","text":"","confidence":null,"prompt_tokens":0,"pinned_tokens":0,"generated_tokens":0,)"
+          R"("reasoning":"","text":"","confidence":null,"prompt_tokens":0,"pinned_tokens":0,"reused_prompt_tokens":0,"generated_tokens":0,)"
           R"("forced_tokens":0,"reply_ids":[],"tools_offered":null,"time_to_first_token_ms":0.000,"prefill_tps":0.0,)"
           R"("decode_tps":0.0,"constraint_ms":0.000,"peak_memory_bytes":0})");
 }
