@@ -25,10 +25,11 @@
   ;; Row kernels (indices 4 + kind, 8 + kind) share the table: (packed row, norms, blocks, mask, levels) -> f32.
   (type $job_t (func (param i32 i32 i32)))
   (type $row_t (func (param i32 i32 i32 i32 v128) (result f32)))
-  (table $jobs 12 funcref)
-  (elem (i32.const 0) $job_matvec $job_attention $job_test_fill $job_batch)   ;; jobs 0..3
+  (table $jobs 13 funcref)
+  (elem (i32.const 0) $job_matvec $job_attention $job_batch)   ;; jobs 0..2
   (elem (i32.const 4) $row2 $row3 $row4 $row2)                     ;; row kernel of kind 0..3
   (elem (i32.const 8) $row2q $row3 $row4q $row2q)                   ;; the same for groups of 128k (3-bit: never)
+  (elem (i32.const 12) $test_job_fill)                              ;; test-only: the pool's tests (test_pool)
 
   ;; ------------------------------------------------------------------------------------------
   ;; The address table: every fixed field, with its purpose. All i32 unless noted.
@@ -46,12 +47,12 @@
   (global $HEAP_TOP (export "ADDR_HEAP_TOP") i32 (i32.const 448)) ;; bump allocator: first free byte
   (global $ARGS  (export "ADDR_ARGS")  i32 (i32.const 512))  ;; 16 job arguments (i32 / f32)
   ;; Engine fields
-  (global $ARCH_PTR (export "ADDR_ARCH_PTR") i32 (i32.const 1024)) ;; archive bytes in memory
+  (global $P_ARCH (export "ADDR_ARCH_PTR") i32 (i32.const 1024)) ;; archive bytes in memory
   (global $ARCH_LEN (export "ADDR_ARCH_LEN") i32 (i32.const 1028)) ;; archive length
   (global $LOADED   (export "ADDR_LOADED")   i32 (i32.const 1032)) ;; 1 once load() succeeded
   (global $ERR_RECORD (export "ADDR_ERR_RECORD") i32 (i32.const 1036)) ;; failing record index, -1 for none
   (global $ERR_DETAIL (export "ADDR_ERR_DETAIL") i32 (i32.const 1040)) ;; header field offset, piece index, ...
-  (global $RECS     (export "ADDR_RECS")     i32 (i32.const 1044)) ;; record descriptor table (48 bytes each)
+  (global $P_RECS     (export "ADDR_RECS")     i32 (i32.const 1044)) ;; -> record descriptor table (D_SIZE bytes each, fields D_*)
   (global $NREC     (export "ADDR_NREC")     i32 (i32.const 1048)) ;; records in the directory
   (global $CORE     (export "ADDR_CORE")     i32 (i32.const 1052)) ;; core records: 1 + 14 L + 9 + 4 S + 1
   (global $HAS_TOK  (export "ADDR_HAS_TOK")  i32 (i32.const 1056)) ;; 1 if the last record is the tokenizer
@@ -60,8 +61,8 @@
   (global $SINK     (export "ADDR_SINK")     i32 (i32.const 1068)) ;; pinned KV positions of this session
   (global $KV_SLOTS (export "ADDR_KV_SLOTS") i32 (i32.const 1072)) ;; physical KV rows per layer and KV head
   (global $KV_CAP   i32 (i32.const 1076))                          ;; rows the KV allocation holds
-  (global $LOGITS   (export "ADDR_LOGITS")   i32 (i32.const 1080)) ;; -> vocab f32 logits of the last step
-  (global $TRACE    (export "ADDR_TRACE")    i32 (i32.const 1084)) ;; -> trace buffer (0: no trace)
+  (global $P_LOGITS   (export "ADDR_LOGITS")   i32 (i32.const 1080)) ;; -> vocab f32 logits of the last step
+  (global $P_TRACE    (export "ADDR_TRACE")    i32 (i32.const 1084)) ;; -> trace buffer (0: no trace)
   (global $P_X      i32 (i32.const 1088)) ;; -> lanes x d: the mHC lanes X_k
   (global $P_NX     i32 (i32.const 1092)) ;; -> lanes x d: rmsunit of the lanes
   (global $P_NEWX   i32 (i32.const 1096)) ;; -> lanes x d: routed lanes
@@ -103,19 +104,19 @@
   (global $MAXPAD   i32 (i32.const 1240)) ;; largest padded column count of any product
   (global $SQRTD    i32 (i32.const 1244)) ;; f32 sqrt(d_model)
   (global $P_DQ     i32 (i32.const 1248)) ;; -> f32 scratch of one CQ group (dequantisation)
-  (global $GENERAL  i32 (i32.const 1252)) ;; 1: products use the general kernels only (a test switch)
+  ;; (1252 is unused: it held a test switch of the kernels)
   (global $P_SORT   i32 (i32.const 1256)) ;; -> vocab u32 candidate ids (sampler)
   (global $P_PROB   i32 (i32.const 1260)) ;; -> vocab f32 candidate weights (sampler)
   (global $RING_ROWS i32 (i32.const 1264)) ;; engram ring rows per site
-  (global $IO_BUF   (export "ADDR_IO_BUF") i32 (i32.const 1268)) ;; -> I/O buffer (text in, ids out)
+  (global $P_IO_BUF   (export "ADDR_IO_BUF") i32 (i32.const 1268)) ;; -> I/O buffer (text in, ids out)
   (global $IO_CAP   (export "ADDR_IO_CAP") i32 (i32.const 1272)) ;; its capacity in bytes
-  (global $PREP_SRC i32 (i32.const 1276)) ;; prepared activation: source pointer,
+  (global $P_PREP_SRC i32 (i32.const 1276)) ;; prepared activation: source pointer,
   (global $PREP_KIND i32 (i32.const 1280)) ;;  permutation kind,
   (global $PREP_COLS i32 (i32.const 1284)) ;;  cols
   (global $PREP_GROUP i32 (i32.const 1288)) ;; and group it was prepared for
   (global $STATE_OK i32 (i32.const 1292)) ;; 1 once the session buffers exist
   (global $ARCH_CAP i32 (i32.const 1296)) ;; bytes reserved for the archive by archive_buffer
-  (global $MASK (export "ADDR_MASK") i32 (i32.const 1300)) ;; -> token mask of sample_masked: 4 ceil(vocab/32) bytes, bit i&31 of u32 word i>>5 = token i allowed
+  (global $P_MASK (export "ADDR_MASK") i32 (i32.const 1300)) ;; -> token mask of sample_masked: 4 ceil(vocab/32) bytes, bit i&31 of u32 word i>>5 = token i allowed
   (global $HEADS_ON i32 (i32.const 1304)) ;; 1: step feeds every cell to the probe-head pooling (heads_begin)
   (global $P_HEADS  i32 (i32.const 1308)) ;; -> probe-head descriptors, 32 bytes each (table below)
   (global $POOLED   i32 (i32.const 1312)) ;; cells pooled since heads_begin
@@ -175,18 +176,21 @@
   (global $TOK_IDS   (export "ADDR_TOK_IDS") i32 (i32.const 2308)) ;; pad, eos, bos, unk (4 x u32)
   (global $TOK_DUMMY i32 (i32.const 2324)) ;; add_dummy_prefix
   (global $TOK_BYTEFB i32 (i32.const 2328)) ;; byte_fallback
-  (global $TOK_PIECES i32 (i32.const 2332)) ;; -> 16 bytes per piece: surface ptr, len, f32 score, type
-  (global $TOK_HASH  i32 (i32.const 2336)) ;; -> open-addressing table of id+1 (mergeable pieces)
+  (global $P_TOK_PIECES i32 (i32.const 2332)) ;; -> 16 bytes per piece: surface ptr, len, f32 score, type
+  (global $P_TOK_HASH  i32 (i32.const 2336)) ;; -> open-addressing table of id+1 (mergeable pieces)
   (global $TOK_MASK  i32 (i32.const 2340)) ;; its size - 1
-  (global $TOK_MARK  i32 (i32.const 2344)) ;; -> USER_DEFINED ids, longest surface first
+  (global $P_TOK_MARK  i32 (i32.const 2344)) ;; -> USER_DEFINED ids, longest surface first
   (global $TOK_NMARK i32 (i32.const 2348)) ;; their count
-  (global $TOK_BYTE  i32 (i32.const 2352)) ;; -> 256 i32: id of byte piece <0xHH>, -1 if none
-  (global $TOK_SYM   i32 (i32.const 2356)) ;; -> BPE scratch: 5 i32 per symbol
+  (global $P_TOK_BYTE  i32 (i32.const 2352)) ;; -> 256 i32: id of byte piece <0xHH>, -1 if none
+  (global $P_TOK_SYM   i32 (i32.const 2356)) ;; -> BPE scratch: 28 bytes per symbol ($sym)
   (global $TOK_SYMCAP i32 (i32.const 2360)) ;; symbols it holds
-  (global $TOK_NORM  i32 (i32.const 2364)) ;; -> normalised text scratch
+  (global $P_TOK_NORM  i32 (i32.const 2364)) ;; -> normalised text scratch
   (global $TOK_NORMCAP i32 (i32.const 2368))
-  (global $TOK_BLOB (export "ADDR_TOK_BLOB") i32 (i32.const 2372)) ;; -> the tokenizer record's blob, where it lies in the archive
+  (global $P_TOK_BLOB (export "ADDR_TOK_BLOB") i32 (i32.const 2372)) ;; -> the tokenizer record's blob, where it lies in the archive
   (global $TOK_BLOBLEN (export "ADDR_TOK_BLOBLEN") i32 (i32.const 2376)) ;; its length in bytes (the tool-call module reads the blob)
+  (global $P_TOK_HEAP i32 (i32.const 2380)) ;; -> BPE merge candidates, a binary heap of 16-byte entries ($heap_push)
+  (global $TOK_HEAPCAP i32 (i32.const 2384)) ;; bytes it holds
+  (global $TOK_HEAPN i32 (i32.const 2388))  ;; entries in it
   ;; Sampler fields
   (global $S_TEMP (export "ADDR_S_TEMP") i32 (i32.const 2432)) ;; f32 temperature (<= 0: greedy)
   (global $S_TOPK (export "ADDR_S_TOPK") i32 (i32.const 2436)) ;; top-k (0: off)
@@ -205,14 +209,66 @@
 
 
 
-  ;; Descriptor of record i at RECS + 48 i:
-  ;;  +0 dtype  +4 bits  +8 rows  +12 cols  +16 colsPadded  +20 group  +24 data (packed bytes, or f32
-  ;;  floats for FP16/FP32 records)  +28 norms  +32 rowBytes  +36 kind (0..3)  +40 groups  +44 elements
+  ;; The records of host/layout.cpp in directory order: the embedding; LAYER_RECORDS per layer (fields
+  ;; L_*, $r_layer); the MHC_RECORDS of mHC (M_*, $r_mhc); ENGRAM_RECORDS per engram site (E_*,
+  ;; $r_engram); the final norm; then the optional heads (a manifest, HEAD_RECORDS per head) and tokenizer.
+  (global $LAYER_RECORDS i32 (i32.const 14))
+  (global $L_NORM_IN i32 (i32.const 0))
+  (global $L_Q i32 (i32.const 1))
+  (global $L_K i32 (i32.const 2))
+  (global $L_V i32 (i32.const 3))
+  (global $L_Q_NORM i32 (i32.const 4))
+  (global $L_K_NORM i32 (i32.const 5))
+  (global $L_GATE i32 (i32.const 6))
+  (global $L_OUT i32 (i32.const 7))
+  (global $L_POST_NORM i32 (i32.const 8))
+  (global $L_ATTN_GATE i32 (i32.const 9))
+  (global $L_PRE_HADA i32 (i32.const 10))
+  (global $L_D1 i32 (i32.const 11))
+  (global $L_D2 i32 (i32.const 12))
+  (global $L_D3 i32 (i32.const 13))
+  (global $MHC_RECORDS i32 (i32.const 9))
+  (global $M_A_PRE i32 (i32.const 0))
+  (global $M_A_POST i32 (i32.const 1))
+  (global $M_A_RES i32 (i32.const 2))
+  (global $M_B_PRE i32 (i32.const 3))
+  (global $M_B_POST i32 (i32.const 4))
+  (global $M_B_RES i32 (i32.const 5))
+  (global $M_PHI_PRE i32 (i32.const 6))
+  (global $M_PHI_POST i32 (i32.const 7))
+  (global $M_PHI_RES i32 (i32.const 8))
+  (global $ENGRAM_RECORDS i32 (i32.const 4))
+  (global $E_TABLES i32 (i32.const 0))
+  (global $E_KEY i32 (i32.const 1))
+  (global $E_VALUE i32 (i32.const 2))
+  (global $E_TAPS i32 (i32.const 3))
+  (global $HEAD_RECORDS i32 (i32.const 3))   ;; probes, proj, bias
 
-  ;; Descriptor of probe head h at P_HEADS + 32 h (docs/model.md "Probe heads"):
-  ;;  +0 code (1 contrastive, 2 confidence)  +4 P probes (4 or 8: the format fixes them)  +8 outputs
-  ;;  +12 -> probes transposed, [d][P] f32  +16 -> running max per probe [P] f32  +20 -> running sum [P]
-  ;;  +24 -> running weighted cell sum [P][d] f32  +28 record index of the probes (proj +1, bias +2)
+  ;; Descriptor of record i at P_RECS + D_SIZE i (host/layout.cpp's records, made by load), its fields:
+  (global $D_DTYPE i32 (i32.const 0))     ;; dtype (3: CQ)
+  (global $D_BITS i32 (i32.const 4))      ;; CQ bits (5: ternary)
+  (global $D_ROWS i32 (i32.const 8))      ;; rows
+  (global $D_COLS i32 (i32.const 12))      ;; columns
+  (global $D_PAD i32 (i32.const 16))       ;; columns padded to the group
+  (global $D_GROUP i32 (i32.const 20))     ;; CQ group
+  (global $D_DATA i32 (i32.const 24))      ;; -> packed bytes (CQ, in the archive) or f32 floats (FP16/FP32, widened at load)
+  (global $D_NORMS i32 (i32.const 28))     ;; -> fp16 group norms (CQ)
+  (global $D_ROW_BYTES i32 (i32.const 32)) ;; bytes per packed row
+  (global $D_KIND i32 (i32.const 36))      ;; level table: 0 2-bit, 1 3-bit, 2 4-bit, 3 ternary
+  (global $D_GROUPS i32 (i32.const 40))    ;; groups per row
+  (global $D_ELEMENTS i32 (i32.const 44))  ;; elements
+  (global $D_SIZE i32 (i32.const 48))
+
+  ;; Descriptor of probe head h at P_HEADS + H_SIZE h (docs/model.md "Probe heads"), its fields:
+  (global $H_CODE i32 (i32.const 0))      ;; 1 contrastive, 2 confidence
+  (global $H_PROBES i32 (i32.const 4))    ;; P probes (4 or 8: the format fixes them)
+  (global $H_OUTPUTS i32 (i32.const 8))   ;; outputs
+  (global $H_PROBES_T i32 (i32.const 12))  ;; -> probes transposed, [d][P] f32
+  (global $H_RUN_MAX i32 (i32.const 16))   ;; -> running max per probe [P] f32
+  (global $H_RUN_SUM i32 (i32.const 20))   ;; -> running sum [P]
+  (global $H_RUN_ACC i32 (i32.const 24))   ;; -> running weighted cell sum [P][d] f32
+  (global $H_RECORD i32 (i32.const 28))    ;; record index of the probes (proj +1, bias +2)
+  (global $H_SIZE i32 (i32.const 32))
 
   ;; ------------------------------------------------------------------------------------------
   ;; Error codes (ADDR_ERR_RECORD names the record, ADDR_ERR_DETAIL the header offset or piece)
@@ -287,7 +343,7 @@
   ;; ------------------------------------------------------------------------------------------
 
   ;; e^x in f64: x = k ln2 + r, |r| <= ln2/2, Taylor series on r, 2^k from the exponent bits.
-  (func $exp64 (export "exp64") (param $x f64) (result f64)
+  (func $exp64 (export "test_exp64") (param $x f64) (result f64)
     (local $k f64) (local $r f64) (local $s f64) (local $t f64) (local $i i32) (local $ki i32)
     (if (f64.ne (local.get $x) (local.get $x)) (then (return (local.get $x))))
     (if (f64.gt (local.get $x) (f64.const 709.782712893384)) (then (return (f64.const inf))))
@@ -322,7 +378,7 @@
         (i32.add (i32.sub (local.get $ki) (i32.shr_s (local.get $ki) (i32.const 1))) (i32.const 1023))) (i64.const 52)))))
 
   ;; ln x in f64: x = 2^e m, m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh((m-1)/(m+1)) by its series.
-  (func $log64 (export "log64") (param $x f64) (result f64)
+  (func $log64 (export "test_log64") (param $x f64) (result f64)
     (local $bits i64) (local $e i32) (local $m f64) (local $s f64) (local $s2 f64) (local $sum f64)
     (local $term f64) (local $i i32)
     (if (f64.ne (local.get $x) (local.get $x)) (then (return (local.get $x))))
@@ -399,8 +455,8 @@
           (then (f64.neg (call $sin_kernel (local.get $r))))
           (else (f64.neg (call $cos_kernel (local.get $r))))))))))
   ;; sin and cos in f64.
-  (func $sin64 (export "sin64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 0)))
-  (func $cos64 (export "cos64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 1)))
+  (func $sin64 (export "test_sin64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 0)))
+  (func $cos64 (export "test_cos64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 1)))
 
   ;; f32 exp and log, exactly as docs/numerics.md ("Transcendentals") defines them and as host/mathf.cpp
   ;; computes them: every f64 operation below, in this order, so that the two agree bit for bit. No
@@ -427,7 +483,7 @@
 
   ;; e^x in f32: x 32/ln2 = 32k + j + r (|r| <= 1/2), e^x = 2^k T[j] p(r), p the quartic Taylor
   ;; polynomial of 2^(r/32), all in f64, rounded to f32 once. Within 0.5001 ulp.
-  (func $expf (export "expf") (param $x f32) (result f32)
+  (func $expf (export "test_expf") (param $x f32) (result f32)
     (local $z f64) (local $kd f64) (local $r f64) (local $n i32) (local $p f64)
     (if (i32.eqz (f32.le (f32.abs (local.get $x)) (f32.const 104)))  ;; NaN, or past the f32 range
       (then
@@ -449,7 +505,7 @@
 
   ;; ln x in f32: x = 2^e m exactly in f64, m in (sqrt(1/2), sqrt 2], ln m = 2 atanh(s) with
   ;; s = (m-1)/(m+1) by its odd series to s^13, e ln2 + ln m in f64, rounded to f32 once. Within 0.5 ulp.
-  (func $logf (export "logf") (param $x f32) (result f32)
+  (func $logf (export "test_logf") (param $x f32) (result f32)
     (local $bits i64) (local $e i32) (local $m f64) (local $s f64) (local $t f64) (local $p f64)
     (if (i32.eqz (i32.and (f32.gt (local.get $x) (f32.const 0)) (f32.lt (local.get $x) (f32.const inf))))
       (then
@@ -483,7 +539,7 @@
     (f32.demote_f64 (f64.div (f64.const 1) (f64.sqrt (f64.convert_i32_u (local.get $n))))))
 
   ;; binary16 bits -> f32 (subnormals normalised, inf/NaN kept)
-  (func $f16 (export "f16") (param $h i32) (result f32)
+  (func $f16 (export "test_f16") (param $h i32) (result f32)
     (local $sign i32) (local $e i32) (local $m i32)
     ;; fast path for normal numbers: rebias the exponent (15 -> 127) and widen the mantissa
     (local.set $e (i32.and (local.get $h) (i32.const 0x7c00)))
@@ -618,7 +674,7 @@
     (drop (memory.atomic.notify (global.get $GEN) (i32.const -1))))
 
   ;; Test job: for every item i, adds i + 1 to the u32 at ARGS[0] + 4 i and ARGS[1] to a shared total.
-  (func $job_test_fill (param $b i32) (param $e i32) (param $slot i32)
+  (func $test_job_fill (param $b i32) (param $e i32) (param $slot i32)
     (local $p i32)
     (loop $l
       (if (i32.lt_u (local.get $b) (local.get $e))
@@ -631,14 +687,14 @@
 
   ;; Runs the test job `rounds` times over `count` items of the u32 array at `arr`; returns the number
   ;; of items processed (count x rounds when no job lost an item).
-  (func (export "pool_test") (param $arr i32) (param $count i32) (param $rounds i32) (param $chunk i32) (result i32)
+  (func (export "test_pool") (param $arr i32) (param $count i32) (param $rounds i32) (param $chunk i32) (result i32)
     (local $r i32)
     (i32.store (global.get $ARGS) (local.get $arr))
     (i32.store offset=4 (global.get $ARGS) (i32.const 0))
     (loop $l
       (if (i32.lt_u (local.get $r) (local.get $rounds))
         (then
-          (call $run_job (i32.const 2) (local.get $count) (local.get $chunk))
+          (call $run_job (i32.const 12) (local.get $count) (local.get $chunk))
           (local.set $r (i32.add (local.get $r) (i32.const 1)))
           (br $l))))
     (i32.load offset=4 (global.get $ARGS)))
@@ -657,7 +713,7 @@
     (call $zero (i32.const 1024) (i32.const 1024))   ;; engine fields and geometry
     (call $zero (i32.const 2304) (i32.const 256))    ;; tokenizer fields
     (local.set $p (call $alloc (i32.add (local.get $len) (i32.const 64))))
-    (i32.store (global.get $ARCH_PTR) (local.get $p))
+    (i32.store (global.get $P_ARCH) (local.get $p))
     (i32.store (global.get $ARCH_LEN) (local.get $len))
     (i32.store (global.get $ARCH_CAP) (local.get $len))
     (local.get $p))
@@ -667,19 +723,19 @@
   (func (export "load_prefix") (param $len i32) (result i32)
     (if (i32.gt_u (local.get $len) (i32.load (global.get $ARCH_CAP))) (then (return (global.get $ERR_ARG))))
     (i32.store (global.get $ARCH_LEN) (local.get $len))
-    (i32.store (global.get $HEAP_TOP) (i32.add (i32.add (i32.load (global.get $ARCH_PTR)) (i32.load (global.get $ARCH_CAP))) (i32.const 64)))
+    (i32.store (global.get $HEAP_TOP) (i32.add (i32.add (i32.load (global.get $P_ARCH)) (i32.load (global.get $ARCH_CAP))) (i32.const 64)))
     (call $load))
 
   ;; Archive readers (offsets relative to the archive; callers checked the range)
   (func $au8 (param $o i64) (result i32)
-    (i32.load8_u (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+    (i32.load8_u (i32.add (i32.load (global.get $P_ARCH)) (i32.wrap_i64 (local.get $o)))))
   ;; u16, u32, u64 at an archive offset.
   (func $au16 (param $o i64) (result i32)
-    (i32.load16_u (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+    (i32.load16_u (i32.add (i32.load (global.get $P_ARCH)) (i32.wrap_i64 (local.get $o)))))
   (func $au32 (param $o i64) (result i32)
-    (i32.load (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+    (i32.load (i32.add (i32.load (global.get $P_ARCH)) (i32.wrap_i64 (local.get $o)))))
   (func $au64 (param $o i64) (result i64)
-    (i64.load (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (local.get $o)))))
+    (i64.load (i32.add (i32.load (global.get $P_ARCH)) (i32.wrap_i64 (local.get $o)))))
   ;; 1 if [off, off + len) lies inside the archive
   (func $inside (param $off i64) (param $len i64) (result i32)
     (local $size i64)
@@ -769,10 +825,10 @@
       (else (if (i32.gt_u (local.get $v) (i32.const 64)) (then (return (call $field_detail (global.get $G_TABLES)))))))
     (i32.const 0))
 
-  ;; Records in an archive without heads or tokenizer: 1 + 14 L + 9 + 4 S + 1.
+  ;; Records in an archive without heads or tokenizer: 1 + LAYER_RECORDS L + MHC_RECORDS + ENGRAM_RECORDS S + 1.
   (func $core_count (result i32)
-    (i32.add (i32.add (i32.const 11) (i32.mul (i32.const 14) (call $g (global.get $G_L))))
-             (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2))))
+    (i32.add (i32.add (i32.add (i32.const 2) (global.get $MHC_RECORDS)) (i32.mul (global.get $LAYER_RECORDS) (call $g (global.get $G_L))))
+             (i32.mul (call $g (global.get $G_NSITE)) (global.get $ENGRAM_RECORDS))))
 
   ;; Directory offset of record i.
   (func $rec_at (param $i i32) (result i64)
@@ -811,15 +867,15 @@
       (then (return (call $set_expect (i32.const 3) (i32.const 2)
                       (i64.extend_i32_u (call $g (global.get $G_VOCAB))) (local.get $d) (i64.const 0)))))
     (local.set $j (i32.sub (local.get $i) (i32.const 1)))
-    (if (i32.lt_u (local.get $j) (i32.mul (i32.const 14) (i32.wrap_i64 (local.get $L))))
-      (then (return (call $expect_layer (i32.rem_u (local.get $j) (i32.const 14))))))
-    (local.set $j (i32.sub (local.get $j) (i32.mul (i32.const 14) (i32.wrap_i64 (local.get $L)))))
-    (if (i32.lt_u (local.get $j) (i32.const 9))
+    (if (i32.lt_u (local.get $j) (i32.mul (global.get $LAYER_RECORDS) (i32.wrap_i64 (local.get $L))))
+      (then (return (call $expect_layer (i32.rem_u (local.get $j) (global.get $LAYER_RECORDS))))))
+    (local.set $j (i32.sub (local.get $j) (i32.mul (global.get $LAYER_RECORDS) (i32.wrap_i64 (local.get $L)))))
+    (if (i32.lt_u (local.get $j) (global.get $MHC_RECORDS))
       (then (return (call $expect_mhc (local.get $j)))))
-    (local.set $j (i32.sub (local.get $j) (i32.const 9)))
-    (if (i32.lt_u (local.get $j) (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2)))
-      (then (return (call $expect_engram (i32.and (local.get $j) (i32.const 3))))))
-    (local.set $j (i32.sub (local.get $j) (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2))))
+    (local.set $j (i32.sub (local.get $j) (global.get $MHC_RECORDS)))
+    (if (i32.lt_u (local.get $j) (i32.mul (call $g (global.get $G_NSITE)) (global.get $ENGRAM_RECORDS)))
+      (then (return (call $expect_engram (i32.rem_u (local.get $j) (global.get $ENGRAM_RECORDS))))))
+    (local.set $j (i32.sub (local.get $j) (i32.mul (call $g (global.get $G_NSITE)) (global.get $ENGRAM_RECORDS))))
     (if (i32.eqz (local.get $j))
       (then (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0)))))
     (local.set $j (i32.sub (local.get $j) (i32.const 1)))
@@ -829,10 +885,10 @@
           (then (return (call $set_expect (i32.const 1) (i32.const 1)
                           (i64.extend_i32_u (i32.load (global.get $NHEADS))) (i64.const 0) (i64.const 0)))))
         (local.set $j (i32.sub (local.get $j) (i32.const 1)))
-        (if (i32.lt_u (local.get $j) (i32.mul (i32.const 3) (i32.load (global.get $NHEADS))))
+        (if (i32.lt_u (local.get $j) (i32.mul (global.get $HEAD_RECORDS) (i32.load (global.get $NHEADS))))
           (then
-            (local.set $code (call $head_code (i32.div_u (local.get $j) (i32.const 3))))
-            (local.set $k (i32.rem_u (local.get $j) (i32.const 3)))
+            (local.set $code (call $head_code (i32.div_u (local.get $j) (global.get $HEAD_RECORDS))))
+            (local.set $k (i32.rem_u (local.get $j) (global.get $HEAD_RECORDS)))
             (return (call $expect_head (local.get $k)
               (if (result i64) (i32.eq (local.get $code) (i32.const 1)) (then (i64.const 4)) (else (i64.const 8)))
               (if (result i64) (i32.eq (local.get $code) (i32.const 1)) (then (i64.const 128)) (else (i64.const 1)))))))))
@@ -990,11 +1046,11 @@
     (if (i32.eq (local.get $tag) (i32.const 0x05E12A84)) (then (return (global.get $ERR_NEEDLE3))))
     (if (i32.ne (local.get $tag) (i32.const 0x05E12A83)) (then (return (global.get $ERR_TAG))))
     (if (i32.eqz (call $inside (i64.const 0) (i64.const 120))) (then (return (global.get $ERR_TRUNCATED))))
-    (memory.copy (global.get $GEO) (i32.load (global.get $ARCH_PTR)) (i32.const 120))
+    (memory.copy (global.get $GEO) (i32.load (global.get $P_ARCH)) (i32.const 120))
     (if (local.tee $r (call $geo_rules))
       (then (return (call $fail (global.get $ERR_GEOMETRY) (i32.const -1) (i32.sub (local.get $r) (i32.const 1))))))
     (if (i32.eqz (call $inside (i64.const 120) (i64.const 112))) (then (return (global.get $ERR_TRUNCATED))))
-    (memory.copy (global.get $CODEBOOK) (i32.add (i32.load (global.get $ARCH_PTR)) (i32.const 120)) (i32.const 112))
+    (memory.copy (global.get $CODEBOOK) (i32.add (i32.load (global.get $P_ARCH)) (i32.const 120)) (i32.const 112))
     (loop $cb
       (local.set $v (f32.load (i32.add (global.get $CODEBOOK) (i32.shl (local.get $k) (i32.const 2)))))
       (if (f32.ne (f32.sub (local.get $v) (local.get $v)) (f32.const 0))   ;; inf or NaN
@@ -1036,9 +1092,9 @@
     (local.set $extra (i32.sub (local.get $extra) (local.get $withTok)))
     (if (local.get $extra)
       (then
-        (if (i32.or (i32.lt_u (local.get $extra) (i32.const 4)) (i32.rem_u (i32.sub (local.get $extra) (i32.const 1)) (i32.const 3)))
+        (if (i32.or (i32.lt_u (local.get $extra) (i32.const 4)) (i32.rem_u (i32.sub (local.get $extra) (i32.const 1)) (global.get $HEAD_RECORDS)))
           (then (return (call $fail (global.get $ERR_COUNT) (i32.const -1) (i32.const 4)))))
-        (i32.store (global.get $NHEADS) (i32.div_u (i32.sub (local.get $extra) (i32.const 1)) (i32.const 3)))
+        (i32.store (global.get $NHEADS) (i32.div_u (i32.sub (local.get $extra) (i32.const 1)) (global.get $HEAD_RECORDS)))
         (call $set_expect (i32.const 1) (i32.const 1) (i64.extend_i32_u (i32.load (global.get $NHEADS))) (i64.const 0) (i64.const 0))
         (if (local.tee $r (call $check_record (local.get $core) (local.get $dirEnd)))
           (then (return (call $fail (local.get $r) (local.get $core) (i32.const -1)))))
@@ -1070,45 +1126,67 @@
 
   ;; Descriptor address of record i.
   (func $rec (param $i i32) (result i32)
-    (i32.add (i32.load (global.get $RECS)) (i32.mul (local.get $i) (i32.const 48))))
+    (i32.add (i32.load (global.get $P_RECS)) (i32.mul (local.get $i) (global.get $D_SIZE))))
+
+  ;; Field getters of a record descriptor (D_*) and of a probe-head descriptor (H_*).
+  (func $d_dtype (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_DTYPE))))
+  (func $d_bits (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_BITS))))
+  (func $d_rows (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_ROWS))))
+  (func $d_cols (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_COLS))))
+  (func $d_pad (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_PAD))))
+  (func $d_group (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_GROUP))))
+  (func $d_data (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_DATA))))
+  (func $d_norms (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_NORMS))))
+  (func $d_row_bytes (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_ROW_BYTES))))
+  (func $d_kind (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_KIND))))
+  (func $d_groups (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_GROUPS))))
+  (func $d_elements (param $d i32) (result i32) (i32.load (i32.add (local.get $d) (global.get $D_ELEMENTS))))
+  (func $h_code (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_CODE))))
+  (func $h_probes (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_PROBES))))
+  (func $h_outputs (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_OUTPUTS))))
+  (func $h_probes_t (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_PROBES_T))))
+  (func $h_run_max (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_RUN_MAX))))
+  (func $h_run_sum (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_RUN_SUM))))
+  (func $h_run_acc (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_RUN_ACC))))
+  (func $h_record (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_RECORD))))
 
   ;; Fills the descriptor of every record (CQ: views into the archive; FP16/FP32: widened to f32).
   (func $build_descriptors (result i32)
     (local $i i32) (local $n i32) (local $d i32) (local $at i64) (local $dtype i32) (local $src i32)
     (local $cnt i32) (local $p i32) (local $k i32) (local $bits i32) (local $ib i32)
     (local.set $n (i32.load (global.get $NREC)))
-    (i32.store (global.get $RECS) (call $alloc (i32.mul (local.get $n) (i32.const 48))))
-    (if (i32.eqz (i32.load (global.get $RECS))) (then (return (global.get $ERR_MEMORY))))
+    (i32.store (global.get $P_RECS) (call $alloc (i32.mul (local.get $n) (global.get $D_SIZE))))
+    (if (i32.eqz (i32.load (global.get $P_RECS))) (then (return (global.get $ERR_MEMORY))))
     (loop $each
       (if (i32.lt_u (local.get $i) (local.get $n))
         (then
           (local.set $d (call $rec (local.get $i)))
           (local.set $at (call $rec_at (local.get $i)))
           (local.set $dtype (call $au8 (local.get $at)))
-          (local.set $src (i32.add (i32.load (global.get $ARCH_PTR)) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 20))))))
-          (i32.store (local.get $d) (local.get $dtype))
-          (i32.store offset=8 (local.get $d) (call $au32 (i64.add (local.get $at) (i64.const 4))))
-          (i32.store offset=12 (local.get $d) (call $au32 (i64.add (local.get $at) (i64.const 8))))
-          (i32.store offset=24 (local.get $d) (local.get $src))
-          (i32.store offset=44 (local.get $d) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 28)))))
+          (local.set $src (i32.add (i32.load (global.get $P_ARCH)) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 20))))))
+          (i32.store (i32.add (local.get $d) (global.get $D_DTYPE)) (local.get $dtype))
+          (i32.store (i32.add (local.get $d) (global.get $D_ROWS)) (call $au32 (i64.add (local.get $at) (i64.const 4))))
+          (i32.store (i32.add (local.get $d) (global.get $D_COLS)) (call $au32 (i64.add (local.get $at) (i64.const 8))))
+          (i32.store (i32.add (local.get $d) (global.get $D_DATA)) (local.get $src))
+          (i32.store (i32.add (local.get $d) (global.get $D_ELEMENTS)) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 28)))))
           (if (i32.eq (local.get $dtype) (i32.const 3))
             (then
               (local.set $bits (call $au32 (i64.add (local.get $at) (i64.const 40))))
               (local.set $ib (select (i32.const 2) (local.get $bits) (i32.eq (local.get $bits) (i32.const 5))))
-              (i32.store offset=4 (local.get $d) (local.get $bits))
-              (i32.store offset=20 (local.get $d) (local.tee $k (call $au32 (i64.add (local.get $at) (i64.const 36)))))
-              (i32.store offset=16 (local.get $d) (i32.mul (i32.div_u (i32.add (i32.load offset=12 (local.get $d)) (i32.sub (local.get $k) (i32.const 1))) (local.get $k)) (local.get $k)))
-              (i32.store offset=40 (local.get $d) (i32.div_u (i32.load offset=16 (local.get $d)) (local.get $k)))
-              (i32.store offset=32 (local.get $d) (i32.shr_u (i32.mul (i32.load offset=16 (local.get $d)) (local.get $ib)) (i32.const 3)))
-              (i32.store offset=28 (local.get $d) (i32.add (local.get $src) (i32.mul (i32.load offset=8 (local.get $d)) (i32.load offset=32 (local.get $d)))))
-              (i32.store offset=36 (local.get $d) (select (i32.const 3) (i32.sub (local.get $bits) (i32.const 2)) (i32.eq (local.get $bits) (i32.const 5))))))
+              (i32.store (i32.add (local.get $d) (global.get $D_BITS)) (local.get $bits))
+              (i32.store (i32.add (local.get $d) (global.get $D_GROUP)) (local.tee $k (call $au32 (i64.add (local.get $at) (i64.const 36)))))
+              (i32.store (i32.add (local.get $d) (global.get $D_PAD)) (i32.mul (i32.div_u (i32.add (call $d_cols (local.get $d)) (i32.sub (local.get $k) (i32.const 1))) (local.get $k)) (local.get $k)))
+              (i32.store (i32.add (local.get $d) (global.get $D_GROUPS)) (i32.div_u (call $d_pad (local.get $d)) (local.get $k)))
+              (i32.store (i32.add (local.get $d) (global.get $D_ROW_BYTES)) (i32.shr_u (i32.mul (call $d_pad (local.get $d)) (local.get $ib)) (i32.const 3)))
+              (i32.store (i32.add (local.get $d) (global.get $D_NORMS)) (i32.add (local.get $src) (i32.mul (call $d_rows (local.get $d)) (call $d_row_bytes (local.get $d)))))
+              (i32.store (i32.add (local.get $d) (global.get $D_KIND)) (select (i32.const 3) (i32.sub (local.get $bits) (i32.const 2)) (i32.eq (local.get $bits) (i32.const 5))))))
           (if (i32.or (i32.eq (local.get $dtype) (i32.const 1)) (i32.eq (local.get $dtype) (i32.const 2)))
             (then
-              (local.set $cnt (i32.shr_u (i32.load offset=44 (local.get $d)) (select (i32.const 1) (i32.const 2) (i32.eq (local.get $dtype) (i32.const 1)))))
+              (local.set $cnt (i32.shr_u (call $d_elements (local.get $d)) (select (i32.const 1) (i32.const 2) (i32.eq (local.get $dtype) (i32.const 1)))))
               (local.set $p (call $alloc (i32.add (i32.shl (local.get $cnt) (i32.const 2)) (i32.const 16))))
               (if (i32.eqz (local.get $p)) (then (return (global.get $ERR_MEMORY))))
-              (i32.store offset=24 (local.get $d) (local.get $p))
-              (i32.store offset=44 (local.get $d) (local.get $cnt))
+              (i32.store (i32.add (local.get $d) (global.get $D_DATA)) (local.get $p))
+              (i32.store (i32.add (local.get $d) (global.get $D_ELEMENTS)) (local.get $cnt))
               (local.set $k (i32.const 0))
               (loop $w
                 (if (i32.lt_u (local.get $k) (local.get $cnt))
@@ -1125,20 +1203,19 @@
 
   ;; Record index helpers: layer field k (0..13), mHC field k (0..8), engram site s field k (0..3).
   (func $r_layer (param $l i32) (param $k i32) (result i32)
-    (call $rec (i32.add (i32.add (i32.const 1) (i32.mul (local.get $l) (i32.const 14))) (local.get $k))))
+    (call $rec (i32.add (i32.add (i32.const 1) (i32.mul (local.get $l) (global.get $LAYER_RECORDS))) (local.get $k))))
   ;; (mHC field k)
   (func $r_mhc (param $k i32) (result i32)
-    (call $rec (i32.add (i32.add (i32.const 1) (i32.mul (call $g (global.get $G_L)) (i32.const 14))) (local.get $k))))
+    (call $rec (i32.add (i32.add (i32.const 1) (i32.mul (call $g (global.get $G_L)) (global.get $LAYER_RECORDS))) (local.get $k))))
   ;; (engram site s, field k)
   (func $r_engram (param $s i32) (param $k i32) (result i32)
-    (call $rec (i32.add (i32.add (i32.const 10) (i32.mul (call $g (global.get $G_L)) (i32.const 14)))
-                        (i32.add (i32.shl (local.get $s) (i32.const 2)) (local.get $k)))))
+    (call $rec (i32.add (i32.add (i32.add (i32.const 1) (global.get $MHC_RECORDS)) (i32.mul (call $g (global.get $G_L)) (global.get $LAYER_RECORDS)))
+                        (i32.add (i32.mul (local.get $s) (global.get $ENGRAM_RECORDS)) (local.get $k)))))
   ;; (the final norm)
   (func $r_final (result i32)
-    (call $rec (i32.add (i32.const 10) (i32.add (i32.mul (call $g (global.get $G_L)) (i32.const 14))
-                                                (i32.shl (call $g (global.get $G_NSITE)) (i32.const 2))))))
+    (call $rec (i32.sub (call $core_count) (i32.const 1))))
   ;; f32 data of a control tensor's descriptor
-  (func $fdata (param $d i32) (result i32) (i32.load offset=24 (local.get $d)))
+  (func $fdata (param $d i32) (result i32) (call $d_data (local.get $d)))
 
   ;; ------------------------------------------------------------------------------------------
   ;; Derived tables and session state
@@ -1203,19 +1280,19 @@
   ;; int8-level scale of a CQ matrix: the kind's, times c/sqrt(group) for ternary.
   (func $cb_scale (param $d i32) (result f32)
     (local $kind i32)
-    (local.set $kind (i32.load offset=36 (local.get $d)))
+    (local.set $kind (call $d_kind (local.get $d)))
     (if (result f32) (i32.eq (local.get $kind) (i32.const 3))
-      (then (f32.div (call $ternary_level (i32.load offset=20 (local.get $d))) (f32.const 127)))
+      (then (f32.div (call $ternary_level (call $d_group (local.get $d))) (f32.const 127)))
       (else (f32.load (i32.add (global.get $CBS) (i32.shl (local.get $kind) (i32.const 2)))))))
 
   ;; f32 level of raw index idx of a CQ matrix (dequantisation).
   (func $level (param $d i32) (param $idx i32) (result f32)
     (local $kind i32) (local $v f32)
-    (local.set $kind (i32.load offset=36 (local.get $d)))
+    (local.set $kind (call $d_kind (local.get $d)))
     (local.set $v (f32.load (i32.add (global.get $LEVELS)
       (i32.add (i32.shl (local.get $kind) (i32.const 6)) (i32.shl (local.get $idx) (i32.const 2))))))
     (if (result f32) (i32.eq (local.get $kind) (i32.const 3))
-      (then (f32.mul (local.get $v) (call $ternary_level (i32.load offset=20 (local.get $d)))))
+      (then (f32.mul (local.get $v) (call $ternary_level (call $d_group (local.get $d)))))
       (else (local.get $v))))
 
   ;; Allocates n bytes (+64 for SIMD tails) and stores the pointer at `field`; 0 on failure.
@@ -1232,11 +1309,11 @@
     (loop $each
       (if (i32.lt_u (local.get $i) (i32.load (global.get $NREC)))
         (then
-          (if (i32.eq (i32.load (call $rec (local.get $i))) (i32.const 3))
+          (if (i32.eq (call $d_dtype (call $rec (local.get $i))) (i32.const 3))
             (then
-              (if (i32.gt_u (local.tee $v (i32.load offset=16 (call $rec (local.get $i)))) (i32.load (global.get $MAXPAD)))
+              (if (i32.gt_u (local.tee $v (call $d_pad (call $rec (local.get $i)))) (i32.load (global.get $MAXPAD)))
                 (then (i32.store (global.get $MAXPAD) (local.get $v))))
-              (if (i32.gt_u (local.tee $v (i32.load offset=20 (call $rec (local.get $i)))) (local.get $maxg))
+              (if (i32.gt_u (local.tee $v (call $d_group (call $rec (local.get $i)))) (local.get $maxg))
                 (then (local.set $maxg (local.get $v))))))
           (local.set $i (i32.add (local.get $i) (i32.const 1)))
           (br $each))))
@@ -1292,11 +1369,11 @@
       (i32.mul (i32.mul (local.get $S) (i32.load (global.get $RING_ROWS))) (local.get $d))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_ESLOT) (i32.shl (call $g (global.get $G_TABLES)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_EVALID) (i32.shl (call $g (global.get $G_TABLES)) (i32.const 2))) (i32.const 0))))
-    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $LOGITS) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_LOGITS) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_SORT) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_PROB) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_F16) (i32.const 262144)) (i32.const 0))))
-    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $MASK)
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_MASK)
       (i32.shl (i32.shr_u (i32.add (call $g (global.get $G_VOCAB)) (i32.const 31)) (i32.const 5)) (i32.const 2))) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.eqz (call $alloc_heads))))
     (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
@@ -1371,7 +1448,7 @@
 
   ;; Unnormalised in-place Walsh-Hadamard butterfly over n f32 at p (n a power of two), stride 1
   ;; first, a+b left and a-b right; strides 1 and 2 inside one vector, then whole vectors.
-  (func $fwht (export "fwht") (param $p i32) (param $n i32)
+  (func $fwht (export "test_fwht") (param $p i32) (param $n i32)
     (local $i i32) (local $v v128) (local $a v128) (local $b v128) (local $s i32) (local $base i32)
     (local $j i32) (local $x v128) (local $y v128) (local $e i32)
     (if (i32.lt_u (local.get $n) (i32.const 4)) (then (return (call $fwht_small (local.get $p) (local.get $n)))))
@@ -1416,7 +1493,7 @@
         (f32.store offset=4 (local.get $p) (f32.sub (local.get $a) (local.get $b))))))
 
   ;; fwht followed by x f32(1/sqrt(n)): the orthonormal H_n.
-  (func $fwht_norm (export "fwht_norm") (param $p i32) (param $n i32)
+  (func $fwht_norm (export "test_fwht_norm") (param $p i32) (param $n i32)
     (call $fwht (local.get $p) (local.get $n))
     (call $scale (local.get $p) (local.get $n) (call $invroot (local.get $n))))
 
@@ -1445,19 +1522,19 @@
   ;; prepared, so that the next products of the same layout reuse it.
   (func $prepare (param $m i32) (param $x i32)
     (call $prepare_to (local.get $m) (local.get $x) (i32.load (global.get $P_PREPQ)) (i32.load (global.get $P_PREPS)) (i32.const 4))
-    (i32.store (global.get $PREP_SRC) (local.get $x))
-    (i32.store (global.get $PREP_KIND) (call $layout (i32.load offset=36 (local.get $m))))
-    (i32.store (global.get $PREP_COLS) (i32.load offset=12 (local.get $m)))
-    (i32.store (global.get $PREP_GROUP) (i32.load offset=20 (local.get $m))))
+    (i32.store (global.get $P_PREP_SRC) (local.get $x))
+    (i32.store (global.get $PREP_KIND) (call $layout (call $d_kind (local.get $m))))
+    (i32.store (global.get $PREP_COLS) (call $d_cols (local.get $m)))
+    (i32.store (global.get $PREP_GROUP) (call $d_group (local.get $m))))
 
   ;; A8 preparation of x for CQ matrix m: zero-pad, FWHT + 1/sqrt(G) per group, then per block of 32
   ;; quantise to int8 (docs/numerics.md) and store widened to i16 in the kernel's column order at q
   ;; (64 bytes per block), block b's scale at s + b sstride. Driver only (P_PREPF is its scratch).
   (func $prepare_to (param $m i32) (param $x i32) (param $q i32) (param $s i32) (param $sstride i32)
     (local $cols i32) (local $pad i32) (local $g i32) (local $f i32) (local $b i32) (local $nb i32)
-    (local.set $cols (i32.load offset=12 (local.get $m)))
-    (local.set $pad (i32.load offset=16 (local.get $m)))
-    (local.set $g (i32.load offset=20 (local.get $m)))
+    (local.set $cols (call $d_cols (local.get $m)))
+    (local.set $pad (call $d_pad (local.get $m)))
+    (local.set $g (call $d_group (local.get $m)))
     (local.set $f (i32.load (global.get $P_PREPF)))
     (memory.copy (local.get $f) (local.get $x) (i32.shl (local.get $cols) (i32.const 2)))
     (call $zero (i32.add (local.get $f) (i32.shl (local.get $cols) (i32.const 2)))
@@ -1472,7 +1549,7 @@
       (call $quant_block (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 7)))
         (i32.add (local.get $q) (i32.shl (local.get $b) (i32.const 6)))
         (i32.add (local.get $s) (i32.mul (local.get $b) (local.get $sstride)))
-        (i32.add (global.get $PERM) (i32.shl (call $layout (i32.load offset=36 (local.get $m))) (i32.const 5))))
+        (i32.add (global.get $PERM) (i32.shl (call $layout (call $d_kind (local.get $m))) (i32.const 5))))
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
 
   ;; quantizeBlockInt8 of 32 f32 at src: i16 values to dst in the order of `perm` (dst[k] = q[perm[k]]),
@@ -1783,29 +1860,34 @@
       (br_if $quads (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 64))) (local.get $e))))
     (local.get $acc))
 
-  ;; out[r - first] = (W x)[r] for rows [first + b, first + e) of CQ matrix m, x already prepared.
+  ;; out[r - first] = (W x)[r] for rows [first + b, first + e) of CQ matrix m, x already prepared:
+  ;; the four-block kernels for 2-bit, ternary and 4-bit with groups of 128k, else the general ones.
   (func $mv_rows (param $m i32) (param $first i32) (param $b i32) (param $e i32) (param $out i32)
+    (call $mv_rows_by (local.get $m) (local.get $first) (local.get $b) (local.get $e) (local.get $out)
+      (i32.eqz (i32.or (i32.and (call $d_group (local.get $m)) (i32.const 127)) (i32.eq (call $d_kind (local.get $m)) (i32.const 1))))))
+
+  ;; $mv_rows with the four-block kernel (fast = 1: m must allow it) or the general one (fast = 0).
+  (func $mv_rows_by (param $m i32) (param $first i32) (param $b i32) (param $e i32) (param $out i32) (param $fast i32)
     (local $kind i32) (local $nb i32) (local $mask i32) (local $tbl v128) (local $cs f32) (local $row i32)
     (local $rb i32) (local $ng i32) (local $y f32) (local $fn i32)
-    (local.set $kind (i32.load offset=36 (local.get $m)))
-    (local.set $nb (i32.shr_u (i32.load offset=16 (local.get $m)) (i32.const 5)))
-    (local.set $mask (i32.sub (i32.shr_u (i32.load offset=20 (local.get $m)) (i32.const 5)) (i32.const 1)))
+    (local.set $kind (call $d_kind (local.get $m)))
+    (local.set $nb (i32.shr_u (call $d_pad (local.get $m)) (i32.const 5)))
+    (local.set $mask (i32.sub (i32.shr_u (call $d_group (local.get $m)) (i32.const 5)) (i32.const 1)))
     (local.set $fn (i32.add (local.get $kind) (i32.const 4)))
-    (if (i32.eqz (i32.or (i32.or (i32.and (i32.load offset=20 (local.get $m)) (i32.const 127)) (i32.load (global.get $GENERAL)))
-                         (i32.eq (local.get $kind) (i32.const 1))))
-      (then  ;; 2-bit, ternary, 4-bit with groups of 128k: the four-block kernels, `mask` counted in quads
+    (if (local.get $fast)
+      (then  ;; the four-block kernels, `mask` counted in quads
         (local.set $fn (i32.add (local.get $kind) (i32.const 8)))
-        (local.set $mask (i32.sub (i32.shr_u (i32.load offset=20 (local.get $m)) (i32.const 7)) (i32.const 1)))))
+        (local.set $mask (i32.sub (i32.shr_u (call $d_group (local.get $m)) (i32.const 7)) (i32.const 1)))))
     (local.set $tbl (v128.load (i32.add (global.get $CBQ) (i32.shl (local.get $kind) (i32.const 4)))))
     (local.set $cs (call $cb_scale (local.get $m)))
-    (local.set $rb (i32.load offset=32 (local.get $m)))
-    (local.set $ng (i32.shl (i32.load offset=40 (local.get $m)) (i32.const 1)))
+    (local.set $rb (call $d_row_bytes (local.get $m)))
+    (local.set $ng (i32.shl (call $d_groups (local.get $m)) (i32.const 1)))
     (block $done (loop $rows
       (br_if $done (i32.ge_u (local.get $b) (local.get $e)))
       (local.set $row (i32.add (local.get $first) (local.get $b)))
       (local.set $y (call_indirect $jobs (type $row_t)
-        (i32.add (i32.load offset=24 (local.get $m)) (i32.mul (local.get $row) (local.get $rb)))
-        (i32.add (i32.load offset=28 (local.get $m)) (i32.mul (local.get $row) (local.get $ng)))
+        (i32.add (call $d_data (local.get $m)) (i32.mul (local.get $row) (local.get $rb)))
+        (i32.add (call $d_norms (local.get $m)) (i32.mul (local.get $row) (local.get $ng)))
         (local.get $nb) (local.get $mask) (local.get $tbl) (local.get $fn)))
       (f32.store (i32.add (local.get $out) (i32.shl (local.get $b) (i32.const 2))) (f32.mul (local.get $y) (local.get $cs)))
       (local.set $b (i32.add (local.get $b) (i32.const 1)))
@@ -1820,10 +1902,10 @@
   ;; again when m is grouped, padded or laid out differently). Wide products are split across threads.
   (func $product (param $m i32) (param $out i32) (param $rowBegin i32) (param $rowEnd i32)
     (local $n i32)
-    (if (i32.or (i32.or (i32.ne (i32.load (global.get $PREP_COLS)) (i32.load offset=12 (local.get $m)))
-                        (i32.ne (i32.load (global.get $PREP_GROUP)) (i32.load offset=20 (local.get $m))))
-                (i32.ne (i32.load (global.get $PREP_KIND)) (call $layout (i32.load offset=36 (local.get $m)))))
-      (then (call $prepare (local.get $m) (i32.load (global.get $PREP_SRC)))))
+    (if (i32.or (i32.or (i32.ne (i32.load (global.get $PREP_COLS)) (call $d_cols (local.get $m)))
+                        (i32.ne (i32.load (global.get $PREP_GROUP)) (call $d_group (local.get $m))))
+                (i32.ne (i32.load (global.get $PREP_KIND)) (call $layout (call $d_kind (local.get $m)))))
+      (then (call $prepare (local.get $m) (i32.load (global.get $P_PREP_SRC)))))
     (local.set $n (i32.sub (local.get $rowEnd) (local.get $rowBegin)))
     (if (i32.and (i32.ge_u (local.get $n) (i32.const 64)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
       (then
@@ -1842,17 +1924,17 @@
              (i32.sub (i32.shl (i32.const 1) (local.get $ib)) (i32.const 1))))
 
   ;; dequantizeRow: row `row` of CQ matrix m as m.cols f32 at out: H_G (norm x level[idx]) per group.
-  (func $dequant_row (export "dequant_row") (param $m i32) (param $row i32) (param $out i32)
+  (func $dequant_row (export "test_dequant_row") (param $m i32) (param $row i32) (param $out i32)
     (local $G i32) (local $g i32) (local $k i32) (local $ib i32) (local $pr i32) (local $norm f32)
     (local $dq i32) (local $cols i32) (local $n i32)
-    (local.set $G (i32.load offset=20 (local.get $m)))
-    (local.set $cols (i32.load offset=12 (local.get $m)))
-    (local.set $ib (select (i32.const 2) (i32.load offset=4 (local.get $m)) (i32.eq (i32.load offset=4 (local.get $m)) (i32.const 5))))
-    (local.set $pr (i32.add (i32.load offset=24 (local.get $m)) (i32.mul (local.get $row) (i32.load offset=32 (local.get $m)))))
+    (local.set $G (call $d_group (local.get $m)))
+    (local.set $cols (call $d_cols (local.get $m)))
+    (local.set $ib (select (i32.const 2) (call $d_bits (local.get $m)) (i32.eq (call $d_bits (local.get $m)) (i32.const 5))))
+    (local.set $pr (i32.add (call $d_data (local.get $m)) (i32.mul (local.get $row) (call $d_row_bytes (local.get $m)))))
     (local.set $dq (i32.load (global.get $P_DQ)))
     (loop $groups
-      (local.set $norm (call $f16 (i32.load16_u (i32.add (i32.load offset=28 (local.get $m))
-        (i32.shl (i32.add (i32.mul (local.get $row) (i32.load offset=40 (local.get $m))) (local.get $g)) (i32.const 1))))))
+      (local.set $norm (call $f16 (i32.load16_u (i32.add (call $d_norms (local.get $m))
+        (i32.shl (i32.add (i32.mul (local.get $row) (call $d_groups (local.get $m))) (local.get $g)) (i32.const 1))))))
       (local.set $k (i32.const 0))
       (loop $cols
         (f32.store (i32.add (local.get $dq) (i32.shl (local.get $k) (i32.const 2)))
@@ -1864,25 +1946,26 @@
       (if (i32.gt_u (local.get $n) (local.get $G)) (then (local.set $n (local.get $G))))
       (memory.copy (i32.add (local.get $out) (i32.shl (i32.mul (local.get $g) (local.get $G)) (i32.const 2)))
                    (local.get $dq) (i32.shl (local.get $n) (i32.const 2)))
-      (br_if $groups (i32.lt_u (local.tee $g (i32.add (local.get $g) (i32.const 1))) (i32.load offset=40 (local.get $m))))))
+      (br_if $groups (i32.lt_u (local.tee $g (i32.add (local.get $g) (i32.const 1))) (call $d_groups (local.get $m))))))
 
-  ;; Test entry: y = W x for record `rec` (x: cols f32, y: rows f32), A8 as in step. Returns 0, or
-  ;; ERR_ARG if the record is not CQ.
-  (func (export "matvec") (param $rec i32) (param $x i32) (param $y i32) (result i32)
+  ;; Test entry: y = W x for record `rec` (x: cols f32, y: rows f32), A8 as in step; with `general`,
+  ;; every row by the general kernel (any group; one thread), so that the tests check both kernels.
+  ;; Returns 0, or ERR_ARG if the record is not CQ.
+  (func (export "test_matvec") (param $rec i32) (param $x i32) (param $y i32) (param $general i32) (result i32)
     (local $m i32)
     (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $rec) (i32.load (global.get $NREC))))
       (then (return (global.get $ERR_ARG))))
     (local.set $m (call $rec (local.get $rec)))
-    (if (i32.ne (i32.load (local.get $m)) (i32.const 3)) (then (return (global.get $ERR_ARG))))
+    (if (i32.ne (call $d_dtype (local.get $m)) (i32.const 3)) (then (return (global.get $ERR_ARG))))
     (call $prepare (local.get $m) (local.get $x))
-    (call $product (local.get $m) (local.get $y) (i32.const 0) (i32.load offset=8 (local.get $m)))
+    (if (local.get $general)
+      (then (call $mv_rows_by (local.get $m) (i32.const 0) (i32.const 0) (call $d_rows (local.get $m)) (local.get $y) (i32.const 0)))
+      (else (call $product (local.get $m) (local.get $y) (i32.const 0) (call $d_rows (local.get $m)))))
     (i32.const 0))
-  ;; Test switch: 1 makes every product take the general kernels (any group), 0 the fast ones.
-  (func (export "set_general_kernels") (param $on i32) (i32.store (global.get $GENERAL) (local.get $on)))
   ;; Descriptor address of record i, and its rows and columns (for the host's tests).
-  (func (export "record") (param $i i32) (result i32) (call $rec (local.get $i)))
-  (func (export "record_rows") (param $i i32) (result i32) (i32.load offset=8 (call $rec (local.get $i))))
-  (func (export "record_cols") (param $i i32) (result i32) (i32.load offset=12 (call $rec (local.get $i))))
+  (func (export "test_record") (param $i i32) (result i32) (call $rec (local.get $i)))
+  (func (export "test_record_rows") (param $i i32) (result i32) (call $d_rows (call $rec (local.get $i))))
+  (func (export "test_record_cols") (param $i i32) (result i32) (call $d_cols (call $rec (local.get $i))))
 
   ;; ------------------------------------------------------------------------------------------
   ;; The step (design page 3, host/reference.cpp in the same order)
@@ -1971,8 +2054,8 @@
 
   ;; Copies n f32 to the trace at float offset `at` when tracing; returns at + n.
   (func $trace (param $src i32) (param $n i32) (param $at i32) (result i32)
-    (if (i32.load (global.get $TRACE))
-      (then (memory.copy (i32.add (i32.load (global.get $TRACE)) (i32.shl (local.get $at) (i32.const 2)))
+    (if (i32.load (global.get $P_TRACE))
+      (then (memory.copy (i32.add (i32.load (global.get $P_TRACE)) (i32.shl (local.get $at) (i32.const 2)))
                          (local.get $src) (i32.shl (local.get $n) (i32.const 2)))))
     (i32.add (local.get $at) (local.get $n)))
 
@@ -1986,10 +2069,10 @@
   ;; Turns the parity-ladder trace on (1) or off (0); returns the trace buffer (0 when off or no memory).
   (func (export "trace_enable") (param $on i32) (result i32)
     (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (i32.const 0))))
-    (if (i32.eqz (local.get $on)) (then (i32.store (global.get $TRACE) (i32.const 0)) (return (i32.const 0))))
-    (if (i32.eqz (i32.load (global.get $TRACE)))
-      (then (drop (call $buf (global.get $TRACE) (i32.shl (call $trace_size) (i32.const 2))))))
-    (i32.load (global.get $TRACE)))
+    (if (i32.eqz (local.get $on)) (then (i32.store (global.get $P_TRACE) (i32.const 0)) (return (i32.const 0))))
+    (if (i32.eqz (i32.load (global.get $P_TRACE)))
+      (then (drop (call $buf (global.get $P_TRACE) (i32.shl (call $trace_size) (i32.const 2))))))
+    (i32.load (global.get $P_TRACE)))
 
   ;; engramHash: the slot-to-be of table tau (order `order`) at position p, before the modulo.
   (func $engram_hash (param $tau i32) (param $order i32) (param $p i32) (result i32)
@@ -2031,7 +2114,7 @@
       (loop $rows
         (local.set $row (i32.add (local.get $e) (i32.shl (i32.mul (local.get $tau) (local.get $sub)) (i32.const 2))))
         (if (i32.load (i32.add (i32.load (global.get $P_EVALID)) (i32.shl (local.get $tau) (i32.const 2))))
-          (then (call $dequant_row (call $r_engram (local.get $s) (i32.const 0))
+          (then (call $dequant_row (call $r_engram (local.get $s) (global.get $E_TABLES))
                   (i32.add (i32.mul (local.get $tau) (call $g (global.get $G_SLOTS)))
                            (i32.load (i32.add (i32.load (global.get $P_ESLOT)) (i32.shl (local.get $tau) (i32.const 2)))))
                   (local.get $row)))
@@ -2039,9 +2122,9 @@
         (br_if $rows (i32.lt_u (local.tee $tau (i32.add (local.get $tau) (i32.const 1))) (local.get $T))))
       (local.set $kp (i32.add (i32.load (global.get $P_EK)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))))
       (local.set $ring (i32.add (i32.load (global.get $P_ERING)) (i32.shl (i32.mul (i32.mul (local.get $s) (local.get $R)) (local.get $d)) (i32.const 2))))
-      (call $prepare (call $r_engram (local.get $s) (i32.const 1)) (local.get $e))
-      (call $product (call $r_engram (local.get $s) (i32.const 1)) (local.get $kp) (i32.const 0) (local.get $d))
-      (call $product (call $r_engram (local.get $s) (i32.const 2))
+      (call $prepare (call $r_engram (local.get $s) (global.get $E_KEY)) (local.get $e))
+      (call $product (call $r_engram (local.get $s) (global.get $E_KEY)) (local.get $kp) (i32.const 0) (local.get $d))
+      (call $product (call $r_engram (local.get $s) (global.get $E_VALUE))
         (i32.add (local.get $ring) (i32.shl (i32.mul (i32.rem_u (local.get $p) (local.get $R)) (local.get $d)) (i32.const 2)))
         (i32.const 0) (local.get $d))
       (local.set $vt (i32.add (i32.load (global.get $P_EV)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))))
@@ -2052,7 +2135,7 @@
         (local.set $back (i32.mul (local.get $j) (call $g (global.get $G_DIL))))
         (br_if $taps_done (i32.gt_u (local.get $back) (local.get $p)))
         (call $mul_add (local.get $vt)
-          (i32.add (call $fdata (call $r_engram (local.get $s) (i32.const 3))) (i32.shl (i32.mul (local.get $j) (local.get $d)) (i32.const 2)))
+          (i32.add (call $fdata (call $r_engram (local.get $s) (global.get $E_TAPS))) (i32.shl (i32.mul (local.get $j) (local.get $d)) (i32.const 2)))
           (i32.add (local.get $ring) (i32.shl (i32.mul (i32.rem_u (i32.sub (local.get $p) (local.get $back)) (local.get $R)) (local.get $d)) (i32.const 2)))
           (local.get $d))
         (local.set $j (i32.add (local.get $j) (i32.const 1)))
@@ -2082,26 +2165,26 @@
     (local.set $ll (i32.mul (local.get $lanes) (local.get $lanes)))
     (memory.copy (i32.load (global.get $P_NX)) (i32.load (global.get $P_X)) (i32.shl (local.get $ld) (i32.const 2)))
     (call $scale (i32.load (global.get $P_NX)) (local.get $ld) (call $inv_rms (i32.load (global.get $P_NX)) (local.get $ld)))
-    (call $prepare (call $r_mhc (i32.const 6)) (i32.load (global.get $P_NX)))
-    (call $product (call $r_mhc (i32.const 6)) (i32.load (global.get $P_HPRE))
+    (call $prepare (call $r_mhc (global.get $M_PHI_PRE)) (i32.load (global.get $P_NX)))
+    (call $product (call $r_mhc (global.get $M_PHI_PRE)) (i32.load (global.get $P_HPRE))
       (i32.mul (local.get $lanes) (local.get $i)) (i32.mul (local.get $lanes) (i32.add (local.get $i) (i32.const 1))))
-    (call $product (call $r_mhc (i32.const 7)) (i32.load (global.get $P_HPOST))
+    (call $product (call $r_mhc (global.get $M_PHI_POST)) (i32.load (global.get $P_HPOST))
       (i32.mul (local.get $lanes) (local.get $i)) (i32.mul (local.get $lanes) (i32.add (local.get $i) (i32.const 1))))
-    (call $product (call $r_mhc (i32.const 8)) (i32.load (global.get $P_ROUTE))
+    (call $product (call $r_mhc (global.get $M_PHI_RES)) (i32.load (global.get $P_ROUTE))
       (i32.mul (local.get $ll) (local.get $i)) (i32.mul (local.get $ll) (i32.add (local.get $i) (i32.const 1))))
     (loop $lanes_
       ;; hpre_k = sigmoid(a_pre[i] phi + b_pre[i,k] + (+4 | -4)); hpost_k = 2 sigmoid(a_post[i] phi + b_post[i,k] + (0 | -4))
-      (call $set_coeff (global.get $P_HPRE) (i32.const 0) (i32.const 3) (local.get $i) (local.get $k)
+      (call $set_coeff (global.get $P_HPRE) (global.get $M_A_PRE) (global.get $M_B_PRE) (local.get $i) (local.get $k)
         (select (f32.const 4) (f32.const -4) (i32.eq (local.get $k) (local.get $ell))) (f32.const 1))
-      (call $set_coeff (global.get $P_HPOST) (i32.const 1) (i32.const 4) (local.get $i) (local.get $k)
+      (call $set_coeff (global.get $P_HPOST) (global.get $M_A_POST) (global.get $M_B_POST) (local.get $i) (local.get $k)
         (select (f32.const 0) (f32.const -4) (i32.eq (local.get $k) (local.get $ell))) (f32.const 2))
       (br_if $lanes_ (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $lanes))))
     (local.set $k (i32.const 0))
     (loop $res  ;; M_rc = a_res[i] phi + b_res[i, r, c]
       (local.set $v (f32.load (i32.add (i32.load (global.get $P_ROUTE)) (i32.shl (local.get $k) (i32.const 2)))))
       (f32.store (i32.add (i32.load (global.get $P_ROUTE)) (i32.shl (local.get $k) (i32.const 2)))
-        (f32.add (f32.mul (f32.load (i32.add (call $fdata (call $r_mhc (i32.const 2))) (i32.shl (local.get $i) (i32.const 2)))) (local.get $v))
-                 (f32.load (i32.add (call $fdata (call $r_mhc (i32.const 5)))
+        (f32.add (f32.mul (f32.load (i32.add (call $fdata (call $r_mhc (global.get $M_A_RES))) (i32.shl (local.get $i) (i32.const 2)))) (local.get $v))
+                 (f32.load (i32.add (call $fdata (call $r_mhc (global.get $M_B_RES)))
                                     (i32.shl (i32.add (i32.mul (local.get $ll) (local.get $i)) (local.get $k)) (i32.const 2))))))
       (br_if $res (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $ll))))
     (call $sinkhorn (i32.load (global.get $P_ROUTE)) (local.get $lanes)))
@@ -2242,19 +2325,19 @@
     (local.set $qd (i32.mul (call $g (global.get $G_H)) (call $g (global.get $G_HD))))
     (local.set $kvd (i32.mul (call $g (global.get $G_KV)) (call $g (global.get $G_HD))))
     (call $attn_norm (local.get $i))
-    (call $prepare (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_H)))
-    (call $product (call $r_layer (local.get $i) (i32.const 1)) (i32.load (global.get $P_Q)) (i32.const 0) (local.get $qd))
-    (call $product (call $r_layer (local.get $i) (i32.const 2)) (i32.load (global.get $P_K)) (i32.const 0) (local.get $kvd))
-    (call $product (call $r_layer (local.get $i) (i32.const 3)) (i32.load (global.get $P_V)) (i32.const 0) (local.get $kvd))
-    (call $product (call $r_layer (local.get $i) (i32.const 6)) (i32.load (global.get $P_GATE)) (i32.const 0) (local.get $qd))
+    (call $prepare (call $r_layer (local.get $i) (global.get $L_Q)) (i32.load (global.get $P_H)))
+    (call $product (call $r_layer (local.get $i) (global.get $L_Q)) (i32.load (global.get $P_Q)) (i32.const 0) (local.get $qd))
+    (call $product (call $r_layer (local.get $i) (global.get $L_K)) (i32.load (global.get $P_K)) (i32.const 0) (local.get $kvd))
+    (call $product (call $r_layer (local.get $i) (global.get $L_V)) (i32.load (global.get $P_V)) (i32.const 0) (local.get $kvd))
+    (call $product (call $r_layer (local.get $i) (global.get $L_GATE)) (i32.load (global.get $P_GATE)) (i32.const 0) (local.get $qd))
     (call $attn_heads (local.get $i) (local.get $p))
-    (call $prepare (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_O)))
-    (call $product (call $r_layer (local.get $i) (i32.const 7)) (i32.load (global.get $P_A)) (i32.const 0) (call $g (global.get $G_D)))
+    (call $prepare (call $r_layer (local.get $i) (global.get $L_OUT)) (i32.load (global.get $P_O)))
+    (call $product (call $r_layer (local.get $i) (global.get $L_OUT)) (i32.load (global.get $P_A)) (i32.const 0) (call $g (global.get $G_D)))
     (call $attn_residual (local.get $i)))
 
   ;; h = ZCRMS(b, norm_in): the input of the q, k, v and gate products.
   (func $attn_norm (param $i i32)
-    (call $zcrms (i32.load (global.get $P_B)) (call $fdata (call $r_layer (local.get $i) (i32.const 0)))
+    (call $zcrms (i32.load (global.get $P_B)) (call $fdata (call $r_layer (local.get $i) (global.get $L_NORM_IN)))
                  (call $g (global.get $G_D)) (i32.load (global.get $P_H))))
 
   ;; From q, k, v and gate at position p: q and k normed and rotated, k and v cached, every query
@@ -2266,8 +2349,8 @@
     (local.set $KV (call $g (global.get $G_KV)))
     (local.set $hd (call $g (global.get $G_HD)))
     (local.set $qd (i32.mul (local.get $H) (local.get $hd)))
-    (call $norm_rotate (i32.load (global.get $P_Q)) (local.get $H) (call $fdata (call $r_layer (local.get $i) (i32.const 4))))
-    (call $norm_rotate (i32.load (global.get $P_K)) (local.get $KV) (call $fdata (call $r_layer (local.get $i) (i32.const 5))))
+    (call $norm_rotate (i32.load (global.get $P_Q)) (local.get $H) (call $fdata (call $r_layer (local.get $i) (global.get $L_Q_NORM))))
+    (call $norm_rotate (i32.load (global.get $P_K)) (local.get $KV) (call $fdata (call $r_layer (local.get $i) (global.get $L_K_NORM))))
     ;; cache the normed, rotated k (transposed: value c of slot s at c x slots + s) and the raw v
     (local.set $slot (call $phys_slot (local.get $p)))
     (local.set $slots (i32.load (global.get $KV_SLOTS)))
@@ -2298,10 +2381,10 @@
   (func $attn_residual (param $i i32)
     (local $d i32)
     (local.set $d (call $g (global.get $G_D)))
-    (call $zcrms (i32.load (global.get $P_A)) (call $fdata (call $r_layer (local.get $i) (i32.const 8))) (local.get $d) (i32.load (global.get $P_A)))
+    (call $zcrms (i32.load (global.get $P_A)) (call $fdata (call $r_layer (local.get $i) (global.get $L_POST_NORM))) (local.get $d) (i32.load (global.get $P_A)))
     (memory.copy (i32.load (global.get $P_X1)) (i32.load (global.get $P_B)) (i32.shl (local.get $d) (i32.const 2)))
     (call $axpy (i32.load (global.get $P_X1))
-      (call $sigmoid (f32.load (call $fdata (call $r_layer (local.get $i) (i32.const 9)))))
+      (call $sigmoid (f32.load (call $fdata (call $r_layer (local.get $i) (global.get $L_ATTN_GATE)))))
       (i32.load (global.get $P_A)) (local.get $d)))
 
   ;; The keys position p attends, as job arguments for layer i (ARGS: +0 layer, +4 sinkEnd,
@@ -2467,19 +2550,19 @@
     (local.set $d (call $g (global.get $G_D)))
     (local.set $n (call $g (global.get $G_HADA)))
     (local.set $z (i32.load (global.get $P_Z)))
-    (call $zcrms (i32.load (global.get $P_X1)) (call $fdata (call $r_layer (local.get $i) (i32.const 10))) (local.get $d) (local.get $z))
+    (call $zcrms (i32.load (global.get $P_X1)) (call $fdata (call $r_layer (local.get $i) (global.get $L_PRE_HADA))) (local.get $d) (local.get $z))
     (call $zero (i32.add (local.get $z) (i32.shl (local.get $d) (i32.const 2))) (i32.shl (i32.sub (local.get $n) (local.get $d)) (i32.const 2)))
-    (call $vmul (local.get $z) (call $fdata (call $r_layer (local.get $i) (i32.const 11))) (local.get $n))
+    (call $vmul (local.get $z) (call $fdata (call $r_layer (local.get $i) (global.get $L_D1))) (local.get $n))
     (call $fwht_norm (local.get $z) (local.get $n))
     (loop $silu
       (local.set $p (i32.add (local.get $z) (i32.shl (local.get $c) (i32.const 2))))
-      (local.set $v (f32.mul (f32.load (i32.add (call $fdata (call $r_layer (local.get $i) (i32.const 12))) (i32.shl (local.get $c) (i32.const 2))))
+      (local.set $v (f32.mul (f32.load (i32.add (call $fdata (call $r_layer (local.get $i) (global.get $L_D2))) (i32.shl (local.get $c) (i32.const 2))))
                              (f32.load (local.get $p))))
       (f32.store (local.get $p) (f32.mul (local.get $v) (call $sigmoid (local.get $v))))
       (br_if $silu (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $n))))
     (call $fwht_norm (local.get $z) (local.get $n))
     (memory.copy (i32.load (global.get $P_Y)) (i32.load (global.get $P_X1)) (i32.shl (local.get $d) (i32.const 2)))
-    (call $mul_add (i32.load (global.get $P_Y)) (call $fdata (call $r_layer (local.get $i) (i32.const 13))) (local.get $z) (local.get $d)))
+    (call $mul_add (i32.load (global.get $P_Y)) (call $fdata (call $r_layer (local.get $i) (global.get $L_D3))) (local.get $z) (local.get $d)))
 
   ;; x[i] *= s[i] over n f32 (n a multiple of 4)
   (func $vmul (param $x i32) (param $s i32) (param $n i32)
@@ -2511,7 +2594,7 @@
     (call $lane_mean (local.get $x))
     (call $zcrms (local.get $x) (call $fdata (call $r_final)) (local.get $d) (local.get $x))
     (call $prepare (call $rec (i32.const 0)) (local.get $x))
-    (call $product (call $rec (i32.const 0)) (i32.load (global.get $LOGITS)) (i32.const 0) (call $g (global.get $G_VOCAB))))
+    (call $product (call $rec (i32.const 0)) (i32.load (global.get $P_LOGITS)) (i32.const 0) (call $g (global.get $G_VOCAB))))
 
   ;; 1-2. XM = embedding row of `tok` x sqrt(d), copied to every lane of the lanes at x.
   (func $embed (param $tok i32) (param $x i32)
@@ -2590,7 +2673,7 @@
     (if (i32.eqz (i32.load (global.get $KV_CAP)))
       (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
     (if (local.tee $r (call $prefill_check (local.get $ids) (local.get $n))) (then (return (local.get $r))))
-    (if (i32.load (global.get $TRACE))
+    (if (i32.load (global.get $P_TRACE))
       (then
         (block $done (loop $each
           (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
@@ -2754,17 +2837,17 @@
       (br_if $a (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
     (i32.store (global.get $P_X) (local.get $px))
     (i32.store (global.get $BPREP_SRC) (i32.const 0))
-    (call $batch_product (call $r_layer (local.get $i) (i32.const 1)) (global.get $P_H) (global.get $P_Q) (local.get $n))
-    (call $batch_product (call $r_layer (local.get $i) (i32.const 2)) (global.get $P_H) (global.get $P_K) (local.get $n))
-    (call $batch_product (call $r_layer (local.get $i) (i32.const 3)) (global.get $P_H) (global.get $P_V) (local.get $n))
-    (call $batch_product (call $r_layer (local.get $i) (i32.const 6)) (global.get $P_H) (global.get $P_GATE) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (global.get $L_Q)) (global.get $P_H) (global.get $P_Q) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (global.get $L_K)) (global.get $P_H) (global.get $P_K) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (global.get $L_V)) (global.get $P_H) (global.get $P_V) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (global.get $L_GATE)) (global.get $P_H) (global.get $P_GATE) (local.get $n))
     (local.set $t (i32.const 0))
     (loop $b
       (call $aim (local.get $t))
       (call $attn_heads (local.get $i) (i32.add (local.get $p0) (local.get $t)))
       (br_if $b (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
     (i32.store (global.get $BPREP_SRC) (i32.const 0))
-    (call $batch_product (call $r_layer (local.get $i) (i32.const 7)) (global.get $P_O) (global.get $P_A) (local.get $n))
+    (call $batch_product (call $r_layer (local.get $i) (global.get $L_OUT)) (global.get $P_O) (global.get $P_A) (local.get $n))
     (local.set $t (i32.const 0))
     (loop $c
       (i32.store (global.get $P_X) (call $blanes (local.get $t)))
@@ -2785,9 +2868,9 @@
     (local $s i32) (local $o i32) (local $t i32) (local $rows i32)
     (local.set $s (call $slice_of (local.get $src)))
     (if (i32.or (i32.or (i32.ne (i32.load (global.get $BPREP_SRC)) (local.get $src))
-                        (i32.ne (i32.load (global.get $BPREP_KIND)) (call $layout (i32.load offset=36 (local.get $m)))))
-                (i32.or (i32.ne (i32.load (global.get $BPREP_COLS)) (i32.load offset=12 (local.get $m)))
-                        (i32.ne (i32.load (global.get $BPREP_GROUP)) (i32.load offset=20 (local.get $m)))))
+                        (i32.ne (i32.load (global.get $BPREP_KIND)) (call $layout (call $d_kind (local.get $m)))))
+                (i32.or (i32.ne (i32.load (global.get $BPREP_COLS)) (call $d_cols (local.get $m)))
+                        (i32.ne (i32.load (global.get $BPREP_GROUP)) (call $d_group (local.get $m)))))
       (then
         (loop $prep
           (call $prepare_to (local.get $m)
@@ -2797,20 +2880,20 @@
             (i32.shl (global.get $CHUNK) (i32.const 2)))
           (br_if $prep (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
         (i32.store (global.get $BPREP_SRC) (local.get $src))
-        (i32.store (global.get $BPREP_KIND) (call $layout (i32.load offset=36 (local.get $m))))
-        (i32.store (global.get $BPREP_COLS) (i32.load offset=12 (local.get $m)))
-        (i32.store (global.get $BPREP_GROUP) (i32.load offset=20 (local.get $m)))))
+        (i32.store (global.get $BPREP_KIND) (call $layout (call $d_kind (local.get $m))))
+        (i32.store (global.get $BPREP_COLS) (call $d_cols (local.get $m)))
+        (i32.store (global.get $BPREP_GROUP) (call $d_group (local.get $m)))))
     (local.set $o (call $slice_of (local.get $out)))
-    (local.set $rows (i32.load offset=8 (local.get $m)))
+    (local.set $rows (call $d_rows (local.get $m)))
     (i32.store (global.get $ARGS) (local.get $m))
     (i32.store offset=4 (global.get $ARGS) (i32.load offset=4 (local.get $o)))
     (i32.store offset=8 (global.get $ARGS) (i32.load offset=8 (local.get $o)))
     (i32.store offset=12 (global.get $ARGS) (local.get $n))
     (if (i32.and (i32.ge_u (local.get $rows) (i32.const 16)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
-      (then (call $run_job (i32.const 3) (local.get $rows) (call $chunk_for (local.get $rows) (i32.const 2))))
+      (then (call $run_job (i32.const 2) (local.get $rows) (call $chunk_for (local.get $rows) (i32.const 2))))
       (else (call $batch_rows (i32.const 0) (local.get $rows) (i32.const 0)))))
 
-  ;; Job 3: rows [b, e) of the batched product described by ARGS (+0 matrix, +4 output of token 0,
+  ;; Job 2: rows [b, e) of the batched product described by ARGS (+0 matrix, +4 output of token 0,
   ;; +8 bytes between two tokens' outputs, +12 tokens), with thread slot `slot`'s row scratch.
   (func $job_batch (param $b i32) (param $e i32) (param $slot i32)
     (call $batch_rows (local.get $b) (local.get $e) (local.get $slot)))
@@ -2824,21 +2907,21 @@
     (local.set $m (i32.load (global.get $ARGS)))
     (local.set $os (i32.load offset=8 (global.get $ARGS)))
     (local.set $n (i32.load offset=12 (global.get $ARGS)))
-    (local.set $kind (i32.load offset=36 (local.get $m)))
-    (local.set $nb (i32.shr_u (i32.load offset=16 (local.get $m)) (i32.const 5)))
-    (local.set $bpg (i32.shr_u (i32.load offset=20 (local.get $m)) (i32.const 5)))
+    (local.set $kind (call $d_kind (local.get $m)))
+    (local.set $nb (i32.shr_u (call $d_pad (local.get $m)) (i32.const 5)))
+    (local.set $bpg (i32.shr_u (call $d_group (local.get $m)) (i32.const 5)))
     (local.set $tbl (v128.load (i32.add (global.get $CBQ) (i32.shl (local.get $kind) (i32.const 4)))))
     (local.set $cs (f32x4.splat (call $cb_scale (local.get $m))))
     (local.set $scr (i32.add (i32.load (global.get $P_BROW)) (i32.mul (local.get $slot) (i32.load (global.get $BROW_BYTES)))))
     (local.set $astride (i32.load (global.get $BACT_STRIDE)))
     (block $done (loop $rows
       (br_if $done (i32.ge_u (local.get $b) (local.get $e)))
-      (call $expand (local.get $kind) (i32.add (i32.load offset=24 (local.get $m)) (i32.mul (local.get $b) (i32.load offset=32 (local.get $m))))
+      (call $expand (local.get $kind) (i32.add (call $d_data (local.get $m)) (i32.mul (local.get $b) (call $d_row_bytes (local.get $m))))
         (local.get $nb) (local.get $tbl) (local.get $scr))
       (local.set $t (i32.const 0))
       (loop $quads
         (local.set $acc (f32x4.mul (local.get $cs) (call $batch_dot4 (local.get $scr)
-          (i32.add (i32.load offset=28 (local.get $m)) (i32.shl (i32.mul (local.get $b) (i32.load offset=40 (local.get $m))) (i32.const 1)))
+          (i32.add (call $d_norms (local.get $m)) (i32.shl (i32.mul (local.get $b) (call $d_groups (local.get $m))) (i32.const 1)))
           (local.get $nb) (local.get $bpg)
           (i32.add (i32.load (global.get $P_BACT)) (i32.mul (local.get $t) (local.get $astride))) (local.get $astride)
           (i32.add (i32.load (global.get $P_BACTS)) (i32.shl (local.get $t) (i32.const 2))))))
@@ -3017,14 +3100,14 @@
     (block $heads_done (loop $heads
       (br_if $heads_done (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
       (local.set $desc (call $head (local.get $h)))
-      (local.set $pr (i32.shl (i32.load offset=4 (local.get $desc)) (i32.const 2)))  ;; P probes, in bytes of f32
-      (local.set $at (call $snap_move (i32.load offset=16 (local.get $desc)) (local.get $at) (local.get $pr) (local.get $dir)))
-      (local.set $at (call $snap_move (i32.load offset=20 (local.get $desc)) (local.get $at) (local.get $pr) (local.get $dir)))
-      (local.set $at (call $snap_move (i32.load offset=24 (local.get $desc)) (local.get $at)
+      (local.set $pr (i32.shl (call $h_probes (local.get $desc)) (i32.const 2)))  ;; P probes, in bytes of f32
+      (local.set $at (call $snap_move (call $h_run_max (local.get $desc)) (local.get $at) (local.get $pr) (local.get $dir)))
+      (local.set $at (call $snap_move (call $h_run_sum (local.get $desc)) (local.get $at) (local.get $pr) (local.get $dir)))
+      (local.set $at (call $snap_move (call $h_run_acc (local.get $desc)) (local.get $at)
         (i32.mul (local.get $pr) (call $g (global.get $G_D))) (local.get $dir)))
       (local.set $h (i32.add (local.get $h) (i32.const 1)))
       (br $heads)))
-    (call $snap_move (i32.load (global.get $LOGITS)) (local.get $at) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2)) (local.get $dir)))
+    (call $snap_move (i32.load (global.get $P_LOGITS)) (local.get $at) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2)) (local.get $dir)))
 
   ;; snapshot_save(): saves the session as it is now into the one snapshot slot (replacing the last
   ;; one; a larger one than the slot holds gets a new block). 0, or ERR_NOT_LOADED, ERR_MEMORY (the
@@ -3175,7 +3258,7 @@
 
   ;; sample_masked(): the same, drawing only tokens the mask at *ADDR_MASK allows. The id, or
   ;; -ERR_MASK_EMPTY when the mask allows none of the vocabulary, or -ERR_NOT_LOADED.
-  (func (export "sample_masked") (result i32) (call $draw (i32.load (global.get $MASK))))
+  (func (export "sample_masked") (result i32) (call $draw (i32.load (global.get $P_MASK))))
 
   ;; The sampler (docs/engine.md "Sampler", numerics.md), over the tokens `mask` allows (0: all): the
   ;; repetition penalty; the greedy choice; when the temperature is > 0, weights w = expf((l - lmax)/T),
@@ -3185,7 +3268,7 @@
   (func $draw (param $mask i32) (result i32)
     (local $best i32) (local $n i32) (local $k i32) (local $cutk i32)
     (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NOT_LOADED)))))
-    (memory.copy (i32.load (global.get $P_PROB)) (i32.load (global.get $LOGITS)) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2)))
+    (memory.copy (i32.load (global.get $P_PROB)) (i32.load (global.get $P_LOGITS)) (i32.shl (call $g (global.get $G_VOCAB)) (i32.const 2)))
     (call $penalize)
     (local.set $best (call $greedy (local.get $mask)))
     (if (i32.lt_s (local.get $best) (i32.const 0)) (then (return (i32.sub (i32.const 0) (global.get $ERR_MASK_EMPTY)))))
@@ -3284,7 +3367,7 @@
     (local.set $V (call $g (global.get $G_VOCAB)))
     (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $tok) (local.get $V)))
       (then (return (f32.const nan))))
-    (local.set $l (i32.load (global.get $LOGITS)))
+    (local.set $l (i32.load (global.get $P_LOGITS)))
     (local.set $mx (f32.const -inf))
     (loop $max
       (local.set $v (f32.load (i32.add (local.get $l) (i32.shl (local.get $i) (i32.const 2)))))
@@ -3336,7 +3419,7 @@
 
   ;; Descriptor of probe head h (the table at the top of the module).
   (func $head (param $h i32) (result i32)
-    (i32.add (i32.load (global.get $P_HEADS)) (i32.shl (local.get $h) (i32.const 5))))
+    (i32.add (i32.load (global.get $P_HEADS)) (i32.mul (local.get $h) (global.get $H_SIZE))))
 
   ;; At load: the scratch of the pooling and one descriptor per head, with its probes transposed and
   ;; its running state. 0, or ERR_MEMORY. No heads: nothing is allocated.
@@ -3346,22 +3429,22 @@
     (local.set $n (i32.load (global.get $NHEADS)))
     (if (i32.eqz (local.get $n)) (then (return (i32.const 0))))
     (local.set $d (i32.shl (call $g (global.get $G_D)) (i32.const 2)))
-    (local.set $ok (i32.ne (call $buf (global.get $P_HEADS) (i32.shl (local.get $n) (i32.const 5))) (i32.const 0)))
+    (local.set $ok (i32.ne (call $buf (global.get $P_HEADS) (i32.mul (local.get $n) (global.get $H_SIZE))) (i32.const 0)))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_CELL) (local.get $d)) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_HSCORE) (i32.const 32)) (i32.const 0))))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_POOLV) (i32.shl (local.get $d) (i32.const 3))) (i32.const 0))))
     (loop $each
       (local.set $desc (call $head (local.get $h)))
-      (local.set $rec (i32.add (i32.add (i32.load (global.get $CORE)) (i32.const 1)) (i32.mul (local.get $h) (i32.const 3))))
-      (local.set $p (i32.load offset=8 (call $rec (local.get $rec))))
-      (i32.store (local.get $desc) (call $head_code (local.get $h)))
-      (i32.store offset=4 (local.get $desc) (local.get $p))
-      (i32.store offset=8 (local.get $desc) (i32.load offset=8 (call $rec (i32.add (local.get $rec) (i32.const 2)))))
-      (i32.store offset=28 (local.get $desc) (local.get $rec))
-      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 12)) (i32.mul (local.get $d) (local.get $p))) (i32.const 0))))
-      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 16)) (i32.shl (local.get $p) (i32.const 2))) (i32.const 0))))
-      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 20)) (i32.shl (local.get $p) (i32.const 2))) (i32.const 0))))
-      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (i32.const 24)) (i32.mul (local.get $d) (local.get $p))) (i32.const 0))))
+      (local.set $rec (i32.add (i32.add (i32.load (global.get $CORE)) (i32.const 1)) (i32.mul (local.get $h) (global.get $HEAD_RECORDS))))
+      (local.set $p (call $d_rows (call $rec (local.get $rec))))
+      (i32.store (i32.add (local.get $desc) (global.get $H_CODE)) (call $head_code (local.get $h)))
+      (i32.store (i32.add (local.get $desc) (global.get $H_PROBES)) (local.get $p))
+      (i32.store (i32.add (local.get $desc) (global.get $H_OUTPUTS)) (call $d_rows (call $rec (i32.add (local.get $rec) (i32.const 2)))))
+      (i32.store (i32.add (local.get $desc) (global.get $H_RECORD)) (local.get $rec))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (global.get $H_PROBES_T)) (i32.mul (local.get $d) (local.get $p))) (i32.const 0))))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (global.get $H_RUN_MAX)) (i32.shl (local.get $p) (i32.const 2))) (i32.const 0))))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (global.get $H_RUN_SUM)) (i32.shl (local.get $p) (i32.const 2))) (i32.const 0))))
+      (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (global.get $H_RUN_ACC)) (i32.mul (local.get $d) (local.get $p))) (i32.const 0))))
       (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
       (call $transpose_probes (local.get $desc))
       (br_if $each (i32.lt_u (local.tee $h (i32.add (local.get $h) (i32.const 1))) (local.get $n))))
@@ -3371,9 +3454,9 @@
   ;; column c is probe 4q + j, so one vector accumulates the dots of four probes.
   (func $transpose_probes (param $desc i32)
     (local $src i32) (local $dst i32) (local $p i32) (local $d i32) (local $k i32) (local $c i32)
-    (local.set $src (call $fdata (call $rec (i32.load offset=28 (local.get $desc)))))
-    (local.set $dst (i32.load offset=12 (local.get $desc)))
-    (local.set $p (i32.load offset=4 (local.get $desc)))
+    (local.set $src (call $fdata (call $rec (call $h_record (local.get $desc)))))
+    (local.set $dst (call $h_probes_t (local.get $desc)))
+    (local.set $p (call $h_probes (local.get $desc)))
     (local.set $d (call $g (global.get $G_D)))
     (loop $probes
       (local.set $c (i32.const 0))
@@ -3391,11 +3474,11 @@
       (local.set $desc (call $head (local.get $h)))
       (local.set $k (i32.const 0))
       (loop $probes
-        (f32.store (i32.add (i32.load offset=16 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))) (f32.const -inf))
-        (f32.store (i32.add (i32.load offset=20 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))) (f32.const 0))
-        (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load offset=4 (local.get $desc)))))
-      (call $zero (i32.load offset=24 (local.get $desc))
-        (i32.shl (i32.mul (i32.load offset=4 (local.get $desc)) (call $g (global.get $G_D))) (i32.const 2)))
+        (f32.store (i32.add (call $h_run_max (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))) (f32.const -inf))
+        (f32.store (i32.add (call $h_run_sum (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))) (f32.const 0))
+        (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $h_probes (local.get $desc)))))
+      (call $zero (call $h_run_acc (local.get $desc))
+        (i32.shl (i32.mul (call $h_probes (local.get $desc)) (call $g (global.get $G_D))) (i32.const 2)))
       (local.set $h (i32.add (local.get $h) (i32.const 1)))
       (br $each)))
     (i32.store (global.get $POOLED) (i32.const 0)))
@@ -3437,9 +3520,9 @@
   ;; (each lane the sequential f32 sum over c = 0..d-1 of one probe), then each probe's update.
   (func $pool_head (param $desc i32) (param $x i32)
     (local $p i32) (local $d i32) (local $pt i32) (local $q i32) (local $c i32) (local $acc v128) (local $k i32)
-    (local.set $p (i32.load offset=4 (local.get $desc)))
+    (local.set $p (call $h_probes (local.get $desc)))
     (local.set $d (call $g (global.get $G_D)))
-    (local.set $pt (i32.load offset=12 (local.get $desc)))
+    (local.set $pt (call $h_probes_t (local.get $desc)))
     (loop $groups
       (local.set $acc (v128.const i32x4 0 0 0 0))
       (local.set $c (i32.const 0))
@@ -3462,9 +3545,9 @@
   (func $pool_probe (param $desc i32) (param $k i32) (param $t f32) (param $x i32)
     (local $mp i32) (local $sp i32) (local $acc i32) (local $m f32) (local $w f32) (local $d i32)
     (local.set $d (call $g (global.get $G_D)))
-    (local.set $mp (i32.add (i32.load offset=16 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))))
-    (local.set $sp (i32.add (i32.load offset=20 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))))
-    (local.set $acc (i32.add (i32.load offset=24 (local.get $desc)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
+    (local.set $mp (i32.add (call $h_run_max (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $sp (i32.add (call $h_run_sum (local.get $desc)) (i32.shl (local.get $k) (i32.const 2))))
+    (local.set $acc (i32.add (call $h_run_acc (local.get $desc)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
     (local.set $m (f32.load (local.get $mp)))
     (if (f32.gt (local.get $t) (local.get $m))
       (then
@@ -3492,14 +3575,14 @@
   (func (export "head_code") (param $h i32) (result i32)
     (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
       (then (return (i32.const 0))))
-    (i32.load (call $head (local.get $h))))
+    (call $h_code (call $head (local.get $h))))
 
   ;; head_size(h): the floats head_output writes for head h (128 contrastive, 1 confidence); 0 when
   ;; there is no head h.
   (func (export "head_size") (param $h i32) (result i32)
     (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $h) (i32.load (global.get $NHEADS))))
       (then (return (i32.const 0))))
-    (i32.load offset=8 (call $head (local.get $h))))
+    (call $h_outputs (call $head (local.get $h))))
 
   ;; head_output(h, out): head h over every cell pooled since heads_begin, written as f32 at out:
   ;; pooled = acc / sum per probe, out = proj pooled + bias, L2-normalised for a contrastive head. The
@@ -3512,31 +3595,31 @@
     (local.set $desc (call $head (local.get $h)))
     (call $pooled (local.get $desc))
     (call $project (local.get $desc) (local.get $out))
-    (if (i32.eq (i32.load (local.get $desc)) (i32.const 1))
-      (then (call $l2_normalize (local.get $out) (i32.load offset=8 (local.get $desc)))))
-    (i32.load offset=8 (local.get $desc)))
+    (if (i32.eq (call $h_code (local.get $desc)) (i32.const 1))
+      (then (call $l2_normalize (local.get $out) (call $h_outputs (local.get $desc)))))
+    (call $h_outputs (local.get $desc)))
 
   ;; POOLV = the head's pooled probes, probe-major: acc_k[c] / sum_k.
   (func $pooled (param $desc i32)
     (local $k i32) (local $c i32) (local $d i32) (local $sum f32) (local $src i32) (local $dst i32)
     (local.set $d (call $g (global.get $G_D)))
     (loop $probes
-      (local.set $sum (f32.load (i32.add (i32.load offset=20 (local.get $desc)) (i32.shl (local.get $k) (i32.const 2)))))
-      (local.set $src (i32.add (i32.load offset=24 (local.get $desc)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
+      (local.set $sum (f32.load (i32.add (call $h_run_sum (local.get $desc)) (i32.shl (local.get $k) (i32.const 2)))))
+      (local.set $src (i32.add (call $h_run_acc (local.get $desc)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
       (local.set $dst (i32.add (i32.load (global.get $P_POOLV)) (i32.shl (i32.mul (local.get $k) (local.get $d)) (i32.const 2))))
       (local.set $c (i32.const 0))
       (loop $cols
         (f32.store (i32.add (local.get $dst) (local.get $c)) (f32.div (f32.load (i32.add (local.get $src) (local.get $c))) (local.get $sum)))
         (br_if $cols (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (i32.shl (local.get $d) (i32.const 2)))))
-      (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load offset=4 (local.get $desc))))))
+      (br_if $probes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $h_probes (local.get $desc))))))
 
   ;; out[o] = (sum over j of proj[o][j] POOLV[j], from 0 in j order) + bias[o], for each output o.
   (func $project (param $desc i32) (param $out i32)
     (local $in i32) (local $o i32) (local $j i32) (local $row i32) (local $acc f32) (local $v i32)
-    (local.set $in (i32.mul (i32.load offset=4 (local.get $desc)) (call $g (global.get $G_D))))
+    (local.set $in (i32.mul (call $h_probes (local.get $desc)) (call $g (global.get $G_D))))
     (local.set $v (i32.load (global.get $P_POOLV)))
     (loop $outs
-      (local.set $row (i32.add (call $fdata (call $rec (i32.add (i32.load offset=28 (local.get $desc)) (i32.const 1))))
+      (local.set $row (i32.add (call $fdata (call $rec (i32.add (call $h_record (local.get $desc)) (i32.const 1))))
                                (i32.shl (i32.mul (local.get $o) (local.get $in)) (i32.const 2))))
       (local.set $acc (f32.const 0))
       (local.set $j (i32.const 0))
@@ -3545,9 +3628,9 @@
                                                            (f32.load (i32.add (local.get $v) (i32.shl (local.get $j) (i32.const 2)))))))
         (br_if $dot (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (local.get $in))))
       (f32.store (i32.add (local.get $out) (i32.shl (local.get $o) (i32.const 2)))
-        (f32.add (local.get $acc) (f32.load (i32.add (call $fdata (call $rec (i32.add (i32.load offset=28 (local.get $desc)) (i32.const 2))))
+        (f32.add (local.get $acc) (f32.load (i32.add (call $fdata (call $rec (i32.add (call $h_record (local.get $desc)) (i32.const 2))))
                                                      (i32.shl (local.get $o) (i32.const 2))))))
-      (br_if $outs (i32.lt_u (local.tee $o (i32.add (local.get $o) (i32.const 1))) (i32.load offset=8 (local.get $desc))))))
+      (br_if $outs (i32.lt_u (local.tee $o (i32.add (local.get $o) (i32.const 1))) (call $h_outputs (local.get $desc))))))
 
   ;; x[0..n) /= sqrt(sum of x_i^2 + 1e-12) (the sum from 0 in order): the contrastive L2 norm.
   (func $l2_normalize (param $x i32) (param $n i32)
@@ -3567,9 +3650,9 @@
   (func $io_buffer (export "io_buffer") (param $n i32) (result i32)
     (if (i32.gt_u (local.get $n) (i32.load (global.get $IO_CAP)))
       (then
-        (i32.store (global.get $IO_BUF) (call $alloc (local.get $n)))
-        (i32.store (global.get $IO_CAP) (select (local.get $n) (i32.const 0) (i32.ne (i32.load (global.get $IO_BUF)) (i32.const 0))))))
-    (i32.load (global.get $IO_BUF)))
+        (i32.store (global.get $P_IO_BUF) (call $alloc (local.get $n)))
+        (i32.store (global.get $IO_CAP) (select (local.get $n) (i32.const 0) (i32.ne (i32.load (global.get $P_IO_BUF)) (i32.const 0))))))
+    (i32.load (global.get $P_IO_BUF)))
 
   ;; ------------------------------------------------------------------------------------------
   ;; Tokenizer (docs/tokenizer.md, host/tokenizer.cpp): the RAW blob read in place, SentencePiece BPE
@@ -3644,14 +3727,14 @@
 
   ;; Piece table entry of id.
   (func $piece (param $id i32) (result i32)
-    (i32.add (i32.load (global.get $TOK_PIECES)) (i32.shl (local.get $id) (i32.const 4))))
+    (i32.add (i32.load (global.get $P_TOK_PIECES)) (i32.shl (local.get $id) (i32.const 4))))
 
   ;; Hash slot holding the piece whose surface is the n bytes at p, or the empty slot where it goes.
   (func $tok_slot (param $p i32) (param $n i32) (result i32)
     (local $h i32) (local $slot i32) (local $v i32) (local $e i32)
     (local.set $h (call $fnv (local.get $p) (local.get $n)))
     (loop $probe
-      (local.set $slot (i32.add (i32.load (global.get $TOK_HASH)) (i32.shl (i32.and (local.get $h) (i32.load (global.get $TOK_MASK))) (i32.const 2))))
+      (local.set $slot (i32.add (i32.load (global.get $P_TOK_HASH)) (i32.shl (i32.and (local.get $h) (i32.load (global.get $TOK_MASK))) (i32.const 2))))
       (local.set $v (i32.load (local.get $slot)))
       (if (i32.eqz (local.get $v)) (then (return (local.get $slot))))
       (local.set $e (call $piece (i32.sub (local.get $v) (i32.const 1))))
@@ -3687,9 +3770,9 @@
   (func $tok_load (param $rec i32) (result i32)
     (local $b i32) (local $size i32) (local $n i32) (local $i i32) (local $at i32) (local $e i32) (local $len i32)
     (local $cap i32)
-    (local.set $b (i32.load offset=24 (call $rec (local.get $rec))))
-    (local.set $size (i32.load offset=44 (call $rec (local.get $rec))))
-    (i32.store (global.get $TOK_BLOB) (local.get $b))
+    (local.set $b (call $d_data (call $rec (local.get $rec))))
+    (local.set $size (call $d_elements (call $rec (local.get $rec))))
+    (i32.store (global.get $P_TOK_BLOB) (local.get $b))
     (i32.store (global.get $TOK_BLOBLEN) (local.get $size))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
     (if (i32.lt_u (local.get $size) (i32.const 24)) (then (return (global.get $ERR_TOKENIZER))))
@@ -3702,10 +3785,10 @@
     (memory.copy (global.get $TOK_IDS) (i32.add (local.get $b) (i32.const 4)) (i32.const 16))
     (i32.store (global.get $TOK_DUMMY) (i32.load8_u offset=20 (local.get $b)))
     (i32.store (global.get $TOK_BYTEFB) (i32.load8_u offset=21 (local.get $b)))
-    (if (i32.eqz (call $buf (global.get $TOK_PIECES) (i32.shl (local.get $n) (i32.const 4)))) (then (return (global.get $ERR_MEMORY))))
+    (if (i32.eqz (call $buf (global.get $P_TOK_PIECES) (i32.shl (local.get $n) (i32.const 4)))) (then (return (global.get $ERR_MEMORY))))
     (local.set $cap (i32.const 16))
     (loop $c (if (i32.lt_u (local.get $cap) (i32.shl (local.get $n) (i32.const 1))) (then (local.set $cap (i32.shl (local.get $cap) (i32.const 1))) (br $c))))
-    (if (i32.eqz (call $buf (global.get $TOK_HASH) (i32.shl (local.get $cap) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
+    (if (i32.eqz (call $buf (global.get $P_TOK_HASH) (i32.shl (local.get $cap) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
     (i32.store (global.get $TOK_MASK) (i32.sub (local.get $cap) (i32.const 1)))
     (local.set $at (i32.const 24))
     (loop $parse  ;; records: f32 score, u8 type, u16 length, surface
@@ -3730,8 +3813,8 @@
   (func $tok_check (param $n i32) (result i32)
     (local $i i32) (local $e i32) (local $slot i32) (local $t i32) (local $by i32) (local $unk i32) (local $k i32)
     (local $bytes i32)
-    (if (i32.eqz (call $buf (global.get $TOK_BYTE) (i32.const 1024))) (then (return (global.get $ERR_MEMORY))))
-    (local.set $bytes (i32.load (global.get $TOK_BYTE)))
+    (if (i32.eqz (call $buf (global.get $P_TOK_BYTE) (i32.const 1024))) (then (return (global.get $ERR_MEMORY))))
+    (local.set $bytes (i32.load (global.get $P_TOK_BYTE)))
     (memory.fill (local.get $bytes) (i32.const 255) (i32.const 1024))
     (loop $pieces
       (i32.store (global.get $ERR_DETAIL) (local.get $i))
@@ -3772,8 +3855,8 @@
   ;; The USER_DEFINED ids, longest surface first (stable), at TOK_MARK.
   (func $tok_markers (param $n i32) (result i32)
     (local $i i32) (local $m i32) (local $j i32) (local $id i32) (local $len i32) (local $p i32)
-    (if (i32.eqz (call $buf (global.get $TOK_MARK) (i32.shl (local.get $n) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
-    (local.set $p (i32.load (global.get $TOK_MARK)))
+    (if (i32.eqz (call $buf (global.get $P_TOK_MARK) (i32.shl (local.get $n) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
+    (local.set $p (i32.load (global.get $P_TOK_MARK)))
     (loop $each
       (if (i32.eq (i32.load offset=12 (call $piece (local.get $i))) (i32.const 3))
         (then
@@ -3801,24 +3884,93 @@
         (i32.store offset=4 (local.get $field) (select (local.get $n) (i32.const 0) (i32.ne (i32.load (local.get $field)) (i32.const 0))))))
     (i32.load (local.get $field)))
 
-  ;; Symbol i of the BPE scratch: +0 begin, +4 size, +8 prev, +12 next, +16 frozen, +20 pair ok, +24 pair score.
+  ;; Symbol i of the BPE scratch: +0 begin, +4 size (0: merged away), +8 prev, +12 next, +16 frozen
+  ;; (+20..27 unused).
   (func $sym (param $i i32) (result i32)
-    (i32.add (i32.load (global.get $TOK_SYM)) (i32.mul (local.get $i) (i32.const 28))))
+    (i32.add (i32.load (global.get $P_TOK_SYM)) (i32.mul (local.get $i) (i32.const 28))))
 
-  ;; Recomputes whether symbol i and the next one merge into a NORMAL or USER_DEFINED piece, and its score.
+  ;; When symbol i and the next one merge into a NORMAL or USER_DEFINED piece (neither frozen), puts
+  ;; that candidate on the merge heap with the piece's score.
   (func $pair (param $text i32) (param $i i32)
-    (local $s i32) (local $t i32) (local $id i32)
+    (local $s i32) (local $t i32) (local $id i32) (local $size i32)
     (local.set $s (call $sym (local.get $i)))
-    (i32.store offset=20 (local.get $s) (i32.const 0))
     (if (i32.lt_s (i32.load offset=12 (local.get $s)) (i32.const 0)) (then (return)))
     (local.set $t (call $sym (i32.load offset=12 (local.get $s))))
     (if (i32.or (i32.load offset=16 (local.get $s)) (i32.load offset=16 (local.get $t))) (then (return)))
-    (local.set $id (call $tok_find (i32.add (local.get $text) (i32.load (local.get $s)))
-                                   (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (local.get $t)))))
+    (local.set $size (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (local.get $t))))
+    (local.set $id (call $tok_find (i32.add (local.get $text) (i32.load (local.get $s))) (local.get $size)))
     (if (i32.lt_s (local.get $id) (i32.const 0)) (then (return)))
     (if (i32.eqz (call $mergeable (local.get $id))) (then (return)))
-    (i32.store offset=20 (local.get $s) (i32.const 1))
-    (f32.store offset=24 (local.get $s) (f32.load offset=8 (call $piece (local.get $id)))))
+    (call $heap_push (f32.load offset=8 (call $piece (local.get $id))) (local.get $i) (i32.load offset=12 (local.get $s)) (local.get $size)))
+
+  ;; Merge heap entry k: +0 f32 score, +4 left symbol, +8 right symbol, +12 bytes of the merged piece
+  ;; (a candidate whose symbols have changed since no longer adds up to it, or no longer neighbours).
+  (func $hent (param $k i32) (result i32)
+    (i32.add (i32.load (global.get $P_TOK_HEAP)) (i32.shl (local.get $k) (i32.const 4))))
+  ;; 1 when entry a is merged before entry b: the higher score, then the leftmost.
+  (func $hbefore (param $a i32) (param $b i32) (result i32)
+    (local $sa f32) (local $sb f32)
+    (local.set $sa (f32.load (local.get $a)))
+    (local.set $sb (f32.load (local.get $b)))
+    (i32.or (f32.gt (local.get $sa) (local.get $sb))
+            (i32.and (f32.eq (local.get $sa) (local.get $sb)) (i32.lt_s (i32.load offset=4 (local.get $a)) (i32.load offset=4 (local.get $b))))))
+  (func $hswap (param $a i32) (param $b i32)
+    (local $t v128)
+    (local.set $t (v128.load (local.get $a)))
+    (v128.store (local.get $a) (v128.load (local.get $b)))
+    (v128.store (local.get $b) (local.get $t)))
+
+  ;; Adds a candidate to the heap (sifted up).
+  (func $heap_push (param $score f32) (param $l i32) (param $r i32) (param $size i32)
+    (local $k i32) (local $p i32) (local $e i32)
+    (local.set $k (i32.load (global.get $TOK_HEAPN)))
+    (i32.store (global.get $TOK_HEAPN) (i32.add (local.get $k) (i32.const 1)))
+    (local.set $e (call $hent (local.get $k)))
+    (f32.store (local.get $e) (local.get $score))
+    (i32.store offset=4 (local.get $e) (local.get $l))
+    (i32.store offset=8 (local.get $e) (local.get $r))
+    (i32.store offset=12 (local.get $e) (local.get $size))
+    (block $done (loop $up
+      (br_if $done (i32.eqz (local.get $k)))
+      (local.set $p (i32.shr_u (i32.sub (local.get $k) (i32.const 1)) (i32.const 1)))
+      (br_if $done (i32.eqz (call $hbefore (call $hent (local.get $k)) (call $hent (local.get $p)))))
+      (call $hswap (call $hent (local.get $k)) (call $hent (local.get $p)))
+      (local.set $k (local.get $p))
+      (br $up))))
+
+  ;; Removes the first entry (the last one takes its place and is sifted down).
+  (func $heap_remove_top
+    (local $n i32) (local $k i32) (local $c i32)
+    (local.set $n (i32.sub (i32.load (global.get $TOK_HEAPN)) (i32.const 1)))
+    (i32.store (global.get $TOK_HEAPN) (local.get $n))
+    (v128.store (call $hent (i32.const 0)) (v128.load (call $hent (local.get $n))))
+    (block $done (loop $down
+      (local.set $c (i32.add (i32.shl (local.get $k) (i32.const 1)) (i32.const 1)))
+      (br_if $done (i32.ge_u (local.get $c) (local.get $n)))
+      (if (i32.lt_u (i32.add (local.get $c) (i32.const 1)) (local.get $n))
+        (then (if (call $hbefore (call $hent (i32.add (local.get $c) (i32.const 1))) (call $hent (local.get $c)))
+                (then (local.set $c (i32.add (local.get $c) (i32.const 1)))))))
+      (br_if $done (i32.eqz (call $hbefore (call $hent (local.get $c)) (call $hent (local.get $k)))))
+      (call $hswap (call $hent (local.get $c)) (call $hent (local.get $k)))
+      (local.set $k (local.get $c))
+      (br $down))))
+
+  ;; The left symbol of the best candidate that is still current (stale ones are dropped), or -1.
+  (func $heap_best (result i32)
+    (local $e i32) (local $l i32) (local $r i32) (local $size i32) (local $s i32)
+    (block $none (loop $next
+      (br_if $none (i32.eqz (i32.load (global.get $TOK_HEAPN))))
+      (local.set $e (call $hent (i32.const 0)))
+      (local.set $l (i32.load offset=4 (local.get $e)))
+      (local.set $r (i32.load offset=8 (local.get $e)))
+      (local.set $size (i32.load offset=12 (local.get $e)))
+      (call $heap_remove_top)
+      (local.set $s (call $sym (local.get $l)))
+      (if (i32.and (i32.eq (i32.load offset=12 (local.get $s)) (local.get $r))
+                   (i32.eq (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (call $sym (local.get $r)))) (local.get $size)))
+        (then (return (local.get $l))))
+      (br $next)))
+    (i32.const -1))
 
   ;; 1 for NORMAL and USER_DEFINED pieces.
   (func $mergeable (param $id i32) (result i32)
@@ -3829,7 +3981,7 @@
   ;; Normalises n bytes at p into TOK_NORM (spaces -> U+2581, optional dummy prefix); returns its length.
   (func $normalise (param $p i32) (param $n i32) (param $dummy i32) (result i32)
     (local $t i32) (local $o i32) (local $c i32) (local $e i32)
-    (local.set $t (call $ensure (global.get $TOK_NORM) (i32.add (i32.mul (local.get $n) (i32.const 3)) (i32.const 8))))
+    (local.set $t (call $ensure (global.get $P_TOK_NORM) (i32.add (i32.mul (local.get $n) (i32.const 3)) (i32.const 8))))
     (if (i32.eqz (local.get $t)) (then (return (i32.const -1))))
     (local.set $o (local.get $t))
     (if (local.get $dummy) (then (call $meta (local.get $o)) (local.set $o (i32.add (local.get $o) (i32.const 3)))))
@@ -3854,7 +4006,7 @@
     (local $k i32) (local $e i32) (local $len i32)
     (block $none (loop $l
       (br_if $none (i32.ge_u (local.get $k) (i32.load (global.get $TOK_NMARK))))
-      (local.set $e (call $piece (i32.load (i32.add (i32.load (global.get $TOK_MARK)) (i32.shl (local.get $k) (i32.const 2))))))
+      (local.set $e (call $piece (i32.load (i32.add (i32.load (global.get $P_TOK_MARK)) (i32.shl (local.get $k) (i32.const 2))))))
       (local.set $len (i32.load offset=4 (local.get $e)))
       (if (i32.le_u (i32.add (local.get $at) (local.get $len)) (local.get $tl))
         (then (if (call $bytes_eq (i32.add (local.get $text) (local.get $at)) (i32.load (local.get $e)) (local.get $len))
@@ -3884,23 +4036,18 @@
       (br $l)))
     (local.get $n))
 
-  ;; Repeatedly merges the best pair (highest score, leftmost on ties) until none is left.
+  ;; Repeatedly merges the best pair (highest score, leftmost on ties) until none is left. The
+  ;; candidates wait in a binary heap, so n symbols take O(n log n): a merge changes only the pairs
+  ;; on either side of the merged symbol, which are pushed again; the entries it made stale are dropped
+  ;; when they come up.
   (func $merge_all (param $text i32) (param $n i32)
-    (local $i i32) (local $best i32) (local $bs f32) (local $s i32) (local $r i32) (local $rs i32)
+    (local $i i32) (local $best i32) (local $s i32) (local $r i32) (local $rs i32)
+    (i32.store (global.get $TOK_HEAPN) (i32.const 0))
     (loop $init
       (if (i32.lt_u (local.get $i) (local.get $n))
         (then (call $pair (local.get $text) (local.get $i)) (local.set $i (i32.add (local.get $i) (i32.const 1))) (br $init))))
     (block $done (loop $round
-      (local.set $best (i32.const -1))
-      (local.set $i (i32.const 0))
-      (block $walked (loop $walk
-        (br_if $walked (i32.lt_s (local.get $i) (i32.const 0)))
-        (local.set $s (call $sym (local.get $i)))
-        (if (i32.load offset=20 (local.get $s))
-          (then (if (i32.or (i32.lt_s (local.get $best) (i32.const 0)) (f32.gt (f32.load offset=24 (local.get $s)) (local.get $bs)))
-                  (then (local.set $best (local.get $i)) (local.set $bs (f32.load offset=24 (local.get $s)))))))
-        (local.set $i (i32.load offset=12 (local.get $s)))
-        (br $walk)))
+      (local.set $best (call $heap_best))
       (br_if $done (i32.lt_s (local.get $best) (i32.const 0)))
       (local.set $s (call $sym (local.get $best)))
       (local.set $r (i32.load offset=12 (local.get $s)))
@@ -3910,7 +4057,7 @@
       (if (i32.ge_s (i32.load offset=12 (local.get $rs)) (i32.const 0))
         (then (i32.store offset=8 (call $sym (i32.load offset=12 (local.get $rs))) (local.get $best))))
       (i32.store offset=4 (local.get $rs) (i32.const 0))
-      (i32.store offset=20 (local.get $rs) (i32.const 0))
+      (i32.store offset=12 (local.get $rs) (i32.const -1))
       (if (i32.ge_s (i32.load offset=8 (local.get $s)) (i32.const 0))
         (then (call $pair (local.get $text) (i32.load offset=8 (local.get $s)))))
       (call $pair (local.get $text) (local.get $best))
@@ -3926,8 +4073,11 @@
     (if (i32.eqz (call $utf8_valid (local.get $p) (local.get $n))) (then (return (i32.sub (i32.const 0) (global.get $ERR_UTF8)))))
     (local.set $tl (call $normalise (local.get $p) (local.get $n) (i32.and (local.get $mode) (i32.load (global.get $TOK_DUMMY)))))
     (if (i32.lt_s (local.get $tl) (i32.const 0)) (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
-    (local.set $text (i32.load (global.get $TOK_NORM)))
-    (if (i32.eqz (call $ensure (global.get $TOK_SYM) (i32.mul (i32.add (local.get $tl) (i32.const 1)) (i32.const 28))))
+    (local.set $text (i32.load (global.get $P_TOK_NORM)))
+    (if (i32.eqz (call $ensure (global.get $P_TOK_SYM) (i32.mul (i32.add (local.get $tl) (i32.const 1)) (i32.const 28))))
+      (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
+    ;; the heap: every first pair, then two per merge (at most one merge per symbol)
+    (if (i32.eqz (call $ensure (global.get $P_TOK_HEAP) (i32.mul (i32.add (local.get $tl) (i32.const 1)) (i32.const 48))))
       (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
     (local.set $ns (call $split (local.get $text) (local.get $tl)))
     (call $merge_all (local.get $text) (local.get $ns))
@@ -3948,7 +4098,7 @@
               (loop $bytes
                 (if (i32.ge_u (local.get $count) (local.get $cap)) (then (return (i32.sub (i32.const 0) (global.get $ERR_CAPACITY)))))
                 (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2)))
-                  (i32.load (i32.add (i32.load (global.get $TOK_BYTE))
+                  (i32.load (i32.add (i32.load (global.get $P_TOK_BYTE))
                     (i32.shl (i32.load8_u (i32.add (i32.add (local.get $text) (i32.load (local.get $s))) (local.get $k))) (i32.const 2)))))
                 (local.set $count (i32.add (local.get $count) (i32.const 1)))
                 (br_if $bytes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load offset=4 (local.get $s))))))

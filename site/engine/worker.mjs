@@ -24,6 +24,7 @@ if (isNode) {
 }
 
 let ex = null;       // the instance's exports
+let generalKernels = false;  // test entry matvec: every row by the general kernel
 let memory = null;   // the shared WebAssembly.Memory
 const now = () => (typeof performance === 'object' ? performance.now() : Date.now());
 
@@ -427,33 +428,34 @@ const ops = {
     }
     return out;
   },
+  // Test entries (the module's test_* exports).
   dequantRow: ({ record, row }) => {
-    const cols = ex.record_cols(record);
+    const cols = ex.test_record_cols(record);
     const out = ex.alloc(cols * 4 + 64);
-    ex.dequant_row(ex.record(record), row, out);
+    ex.test_dequant_row(ex.test_record(record), row, out);
     return f32().slice(out >> 2, (out >> 2) + cols);
   },
   matvec: ({ record, input }) => {
-    const rows = ex.record_rows(record);
+    const rows = ex.test_record_rows(record);
     const x = ex.alloc(input.length * 4 + 64);
     const y = ex.alloc(rows * 4 + 64);
     f32().set(input, x >> 2);
-    const rc = ex.matvec(record, x, y);
+    const rc = ex.test_matvec(record, x, y, generalKernels ? 1 : 0);
     if (rc) throw fail(rc, 'matvec');
     return f32().slice(y >> 2, (y >> 2) + rows);
   },
   poolTest: ({ count, rounds, chunk }) => {
     const arr = ex.alloc(count * 4 + 64);
     u32().fill(0, arr >> 2, (arr >> 2) + count);
-    const done = ex.pool_test(arr, count, rounds, chunk);
+    const done = ex.test_pool(arr, count, rounds, chunk);
     const a = u32().slice(arr >> 2, (arr >> 2) + count);
     return { done, values: a };
   },
-  math: ({ fn, xs }) => xs.map((x) => ex[fn](x)),
+  math: ({ fn, xs }) => xs.map((x) => ex[`test_${fn}`](x)),
   fwht: ({ values, normalized }) => {
     const p = ex.alloc(values.length * 4 + 64);
     f32().set(values, p >> 2);
-    (normalized ? ex.fwht_norm : ex.fwht)(p, values.length);
+    (normalized ? ex.test_fwht_norm : ex.test_fwht)(p, values.length);
     return f32().slice(p >> 2, (p >> 2) + values.length);
   },
   sample: ({ logits, sampler = {}, seed = 0, mask = null }) => {
@@ -483,7 +485,8 @@ const ops = {
     }
     return out;
   },
-  generalKernels: ({ on }) => { ex.set_general_kernels(on ? 1 : 0); return on; },
+  // matvec by the general kernels only (any group), or by the kernels step uses
+  generalKernels: ({ on }) => { generalKernels = !!on; return on; },
   // Test entry: blocks the driver for good (the watchdog test's stand-in for a deadlock).
   hang: () => { Atomics.wait(i32(), (ex.ADDR_ARGS.value >> 2) + 15, i32()[(ex.ADDR_ARGS.value >> 2) + 15]); return 0; },
   // Tool calls: the module (compiled by the main thread) and the URL of its loader toolcall.mjs.

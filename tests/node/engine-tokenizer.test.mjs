@@ -95,3 +95,26 @@ test('an archive without a tokenizer answers ERR_NO_TOKENIZER', async (t) => {
     await assert.rejects(engine.encode('hi'), (e) => e.code === engine.constant('ERR_NO_TOKENIZER'));
   });
 });
+
+test('a 16,000-character text: the same ids as needle-tok (the BPE merges from a heap, n log n)', { skip }, async (t) => {
+  const corpus = fs.readFileSync(path.join(modelsDir, 'corpus.txt'), 'utf8').split('\n').filter(Boolean);
+  const next = rng(7);
+  let text = '';
+  while (text.length < 16000) {
+    text += corpus[Math.floor(next() * corpus.length)];
+    text += next() < 0.1 ? '<tool_call>' : next() < 0.2 ? '  ' : ' ';
+  }
+  text = text.slice(0, 16000);
+  await withEngine({}, 120000, async (engine) => {
+    await engine.load(archive);
+    for (const raw of [false, true]) {
+      const ref = cppIds(raw ? 'encode-raw' : 'encode', text);
+      assert.ok(ref.ids, ref.error);
+      const t0 = performance.now();
+      const got = await engine.encode(text, { raw });
+      const ms = performance.now() - t0;
+      assert.deepEqual(got, ref.ids, raw ? 'encodeRaw' : 'encode');
+      t.diagnostic(`${raw ? 'encodeRaw' : 'encode'} of 16,000 characters: ${ref.ids.length} ids in ${ms.toFixed(1)} ms`);
+    }
+  });
+});
