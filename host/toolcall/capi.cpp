@@ -130,7 +130,7 @@ class CallbackBackend : public Backend {
 
   bool snapshotRestore(std::span<const uint32_t> prefix) override {
     if (!snapshots_) return false;
-    const int32_t position = snapshots_->restore(c_.user);
+    const int32_t position = snapshots_->restore(c_.user, prefix.data(), static_cast<uint32_t>(prefix.size()));
     if (position < 0 || static_cast<size_t>(position) != prefix.size()) return false;
     history_.assign(prefix.begin(), prefix.end());
     return true;

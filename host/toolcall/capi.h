@@ -144,10 +144,10 @@ typedef struct needle_tc_snapshots {
    * pooling, replacing the last snapshot. 0, or negative when it could not (the session unchanged;
    * the request goes on without reuse). */
   int32_t (*save)(void* user);
-  /* Returns the session to the snapshot. The snapshot's position (the session then checks that it is
-   * the prefix's length), or negative when there is none (the session then resets again and
-   * prefills the whole prompt). */
-  int32_t (*restore)(void* user);
+  /* Returns the session to the snapshot when it holds exactly the n ids of `prefix` (its position is
+   * n and its token history those ids) and returns n; otherwise negative (no snapshot, or another
+   * one), and the session then resets again and prefills the whole prompt. */
+  int32_t (*restore)(void* user, const uint32_t* prefix, uint32_t n);
 } needle_tc_snapshots;
 
 /* What the session knows of a model: its tokenizer (and the token table built from it, 15-30 ms for

@@ -36,6 +36,9 @@ EM_JS(int32_t, js_heads_begin, (), { return Module.backend.headsBegin(); });
 EM_JS(int32_t, js_head_output, (int32_t code, float* out, uint32_t cap),
       { return Module.backend.headOutput(code, out, cap); });
 EM_JS(int32_t, js_stop_requested, (), { return Module.backend.stopRequested(); });
+EM_JS(int32_t, js_snapshot_save, (), { return Module.backend.snapshotSave(); });
+EM_JS(int32_t, js_snapshot_restore, (const uint32_t* prefix, uint32_t n),
+      { return Module.backend.snapshotRestore(prefix, n); });
 EM_JS(void, js_on_text, (const char* utf8, uint32_t bytes, uint32_t token, int32_t forced),
       { Module.backend.onText(utf8, bytes, token, forced); });
 EM_JS(double, js_now_ms, (), { return Module.backend.nowMs(); });
@@ -64,6 +67,8 @@ float logprob(void*, uint32_t token) { return js_logprob(token); }
 int32_t headsBegin(void*) { return js_heads_begin(); }
 int32_t headOutput(void*, int32_t code, float* out, uint32_t cap) { return js_head_output(code, out, cap); }
 int32_t stopRequested(void*) { return js_stop_requested(); }
+int32_t snapshotSave(void*) { return js_snapshot_save(); }
+int32_t snapshotRestore(void*, const uint32_t* prefix, uint32_t n) { return js_snapshot_restore(prefix, n); }
 void onText(void*, const char* utf8, uint32_t bytes, uint32_t token, int32_t forced) {
   js_on_text(utf8, bytes, token, forced);
 }
@@ -81,10 +86,12 @@ EMSCRIPTEN_KEEPALIVE void needle_tcw_constants() {
                    NEEDLE_TC_HEAD_CONFIDENCE, NEEDLE_TC_CODE_CONTRASTIVE, NEEDLE_TC_CODE_CONFIDENCE);
 }
 
-// needle_tc_complete with the JavaScript backend. `heads` says whether the probe-head callbacks are
-// offered (the model handle's heads bits; 0 leaves them NULL). Text is encoded by the model handle's
-// own tokenizer (encode = NULL: the archive's blob, the same ids as engine.wat's encode). Returns
-// NEEDLE_TC_OK / _REFUSED / _FAILED and sets *envelope as needle_tc_complete does.
+// needle_tc_complete_reusing with the JavaScript backend and its snapshot slot (the engine's one
+// snapshot: the handle's session keeps the last request's tools prefix there). `heads` says whether the
+// probe-head callbacks are offered (the model handle's heads bits; 0 leaves them NULL). Text is
+// encoded by the model handle's own tokenizer (encode = NULL: the archive's blob, the same ids as
+// engine.wat's encode). Returns NEEDLE_TC_OK / _REFUSED / _FAILED and sets *envelope as
+// needle_tc_complete does.
 EMSCRIPTEN_KEEPALIVE int32_t needle_tcw_complete(needle_tc_model* model, const char* request_json,
                                                  uint32_t heads, char** envelope) {
   needle_tc_backend backend{};
@@ -102,7 +109,8 @@ EMSCRIPTEN_KEEPALIVE int32_t needle_tcw_complete(needle_tc_model* model, const c
   backend.on_text = onText;
   backend.now_ms = nowMs;
   backend.memory_bytes = memoryBytes;
-  return needle_tc_complete(model, request_json, &backend, envelope);
+  const needle_tc_snapshots snapshots{snapshotSave, snapshotRestore};
+  return needle_tc_complete_reusing(model, request_json, &backend, &snapshots, envelope);
 }
 
 }  // extern "C"

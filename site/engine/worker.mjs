@@ -138,6 +138,9 @@ function toolcallModel() {
   return tcModel;
 }
 
+// Positions per prefill call when the session feeds a prompt: Stop is checked between pieces.
+const FEED_PIECE = 128;
+
 // The backend the session calls (host/wasm/toolcall_module.cpp forwards capi.h's callbacks here):
 // engine exports, with pointers into the tool-call module's memory. No function throws: a failure
 // returns the engine's code negated (what capi.h asks) and keeps a message for the envelope.
@@ -164,16 +167,42 @@ function engineBackend(streamId) {
     feed(idsAt, n, wantLogits) {
       try {
         const ids = m.HEAPU32.slice(idsAt >> 2, (idsAt >> 2) + n);
-        for (let i = 0; i < n; i++) {
-          // Stop during a long feed (the prompt's prefill) skips the rest of it: the session checks
-          // stop_requested before its next token and ends the reply there, so the positions left
-          // out are never read (docs/engine.md, "Tool calls").
-          if (i > 0 && Atomics.load(i32(), ex.ADDR_STOP.value >> 2)) return 0;
-          const rc = ex.step(ids[i], wantLogits && i + 1 === n ? 1 : 0);
-          if (rc) return engineCode(`step at position ${field('ADDR_POS')} (token ${ids[i]})`, rc);
+        for (let at = 0; at < n; at += FEED_PIECE) {
+          // The engine's batched prefill, a piece at a time: Stop during a long feed (the prompt's
+          // prefill) skips the rest of it; the session checks stop_requested before its next token
+          // and ends the reply there, so the positions left out are never read (docs/engine.md,
+          // "Tool calls").
+          if (at > 0 && Atomics.load(i32(), ex.ADDR_STOP.value >> 2)) return 0;
+          const count = Math.min(FEED_PIECE, n - at);
+          const p = ex.io_buffer(count * 4 + 64);
+          if (!p) return engineCode('feed', ex.ERR_MEMORY.value);
+          u32().set(ids.subarray(at, at + count), p >> 2);
+          const rc = ex.prefill(p, count, wantLogits && at + count === n ? 1 : 0);
+          if (rc) return engineCode(`prefill of ${count} tokens at position ${field('ADDR_POS')}`, rc);
         }
         return 0;
       } catch (e) { return failure('feed', e); }
+    },
+    // The engine's one snapshot slot holds the session's tools prefix between requests (docs/toolcall.md,
+    // "Reusing the tools prefix").
+    snapshotSave() {
+      try {
+        const rc = ex.snapshot_save();
+        return rc ? engineCode('snapshot save', rc) : 0;
+      } catch (e) { return failure('snapshot save', e); }
+    },
+    // Restores the snapshot when it holds exactly the n ids at prefixAt (position and history); n, or
+    // negative (no snapshot, or another one: the session then resets and prefills whole).
+    snapshotRestore(prefixAt, n) {
+      try {
+        if (ex.snapshot_position() !== n) return -ex.ERR_NO_SNAPSHOT.value;
+        const rc = ex.snapshot_restore();
+        if (rc) return -rc;
+        const history = u32().subarray(field('ADDR_HIST') >> 2, (field('ADDR_HIST') >> 2) + n);
+        const prefix = m.HEAPU32.subarray(prefixAt >> 2, (prefixAt >> 2) + n);
+        for (let i = 0; i < n; i++) if (history[i] !== prefix[i]) return -ex.ERR_NO_SNAPSHOT.value;
+        return n;
+      } catch (e) { return failure('snapshot restore', e); }
     },
     setSampler(temperature, topK, topP, minP, repetitionPenalty, repetitionWindow, seedLo, seedHi) {
       try {

@@ -28,7 +28,6 @@ struct Host {
   std::string streamed;
   int resets = 0;
   int failFeed = 0;  // nonzero: feed returns -failFeed
-  std::vector<uint32_t> fed, saved;  // ids fed since the last reset; those the snapshot holds
 };
 
 Host& host(void* user) { return *static_cast<Host*>(user); }
@@ -46,14 +45,12 @@ int32_t cbEncode(void* user, const char* utf8, uint32_t bytes, int32_t withPrefi
 int32_t cbReset(void* user, uint32_t sink) {
   ++host(user).resets;
   host(user).native.reset(sink);
-  host(user).fed.clear();
   return 0;
 }
 int32_t cbFeed(void* user, const uint32_t* ids, uint32_t n, int32_t wantLogits) {
   if (host(user).failFeed) return -host(user).failFeed;
   try {
     host(user).native.feed(std::span<const uint32_t>(ids, n), wantLogits != 0);
-    host(user).fed.insert(host(user).fed.end(), ids, ids + n);
     return 0;
   } catch (...) {
     return -23;
@@ -92,16 +89,9 @@ int32_t cbHeadOutput(void* user, int32_t code, float* out, uint32_t cap) {
     return -29;
   }
 }
-int32_t cbSave(void* user) {
-  if (!host(user).native.snapshotSave()) return -31;
-  host(user).saved = host(user).fed;
-  return 0;
-}
-int32_t cbRestore(void* user) {
-  Host& h = host(user);
-  if (h.saved.empty() || !h.native.snapshotRestore(h.saved)) return -32;
-  h.fed = h.saved;
-  return static_cast<int32_t>(h.saved.size());
+int32_t cbSave(void* user) { return host(user).native.snapshotSave() ? 0 : -31; }
+int32_t cbRestore(void* user, const uint32_t* prefix, uint32_t n) {
+  return host(user).native.snapshotRestore(std::span<const uint32_t>(prefix, n)) ? static_cast<int32_t>(n) : -32;
 }
 void cbOnText(void* user, const char* utf8, uint32_t bytes, uint32_t, int32_t) {
   host(user).streamed.append(utf8, bytes);
