@@ -249,7 +249,9 @@ async function openListed(model, signal) {
       setStatus(`The downloaded copy of ${model.name} did not check out (${e.message}); downloading it again.`);
     }
   }
-  const response = await fetch(model.url, { signal });
+  // no-store: the checked Cache API copy is the only one kept (Delete must leave no second copy in
+  // the HTTP cache), and Cancel and progress always see the network's bytes
+  const response = await fetch(model.url, { signal, cache: 'no-store' });
   if (!response.ok) throw new Error(`the server answered HTTP ${response.status} for ${model.url}`);
   const r = await loadInto(response.body, expected, { verb: 'Downloading', signal, keep: (stream) => storeCopy(caches, model, stream) });
   await refreshBadge(model);

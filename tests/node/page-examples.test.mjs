@@ -18,8 +18,8 @@ const DEFAULTS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constra
 const skip = !fs.existsSync(toolcallPath) ? `needs ${toolcallPath}`
   : !fs.existsSync(shippedPath) ? `${shippedPath} is not there yet (npm run train -- --install makes it)` : false;
 
-test('every ready tool set\'s example request gives the calls toolsets.json lists, on the shipped model', { skip, timeout: 120000 }, async () => {
-  const wrong = await withEngine({ threads: 1 }, 100000, async (engine) => {
+test('every ready tool set\'s example request gives the calls toolsets.json lists, on the shipped model', { skip, timeout: 400000 }, async () => {
+  const wrong = await withEngine({ threads: 1 }, 360000, async (engine) => {
     await engine.load(shippedPath);
     const out = [];
     for (const set of toolsets) {

@@ -33,7 +33,7 @@ const plantCopy = (page, url, bytes, headers) => page.evaluate(async ({ key, bod
 
 const badgeShown = (page) => page.isVisible('label.model >> nth=0 >> .badge');
 
-test('a wrong cached copy is replaced, Cancel keeps nothing, Delete removes the copy', { skip: pageSkip, timeout: 300000 }, async () => {
+test('a wrong cached copy is replaced, Cancel keeps nothing, Delete removes the copy', { skip: pageSkip, timeout: 900000 }, async () => {
   await withPage({}, async ({ page, context, url, log, errors }) => {
     const modelUrl = new URL(shipped.url, url).href;
     await page.goto(url);
@@ -102,7 +102,7 @@ function otherOrigin(allow) {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-test('a truncated file is refused and the page stays usable; a dropped file, a URL, Unload and Open again', { skip: pageSkip, timeout: 300000 }, async () => {
+test('a truncated file is refused and the page stays usable; a dropped file, a URL, Unload and Open again', { skip: pageSkip, timeout: 900000 }, async () => {
   const closed = await otherOrigin(false);
   const open = await otherOrigin(true);
   try {
@@ -143,7 +143,7 @@ test('a truncated file is refused and the page stays usable; a dropped file, a U
 
       // Unload: the memory before and after; then the listed model opens again and answers.
       await page.click('#unload');
-      await page.waitForFunction(() => document.getElementById('memory').dataset.after !== undefined, null, { timeout: 60000 });
+      await page.waitForFunction(() => document.getElementById('memory').dataset.after !== undefined, null, { timeout: 180000 });
       assert.match(await page.textContent('#model-status'), /is unloaded: its \d+ workers? (is|are) stopped and its memory released\.$/);
       const memory = await page.evaluate(() => ({ ...document.getElementById('memory').dataset,
         text: document.getElementById('memory').textContent }));

@@ -17,7 +17,7 @@ const file = path.basename(shipped.url);
 // The request the page sends for the settings below (site/ui/settings.mjs samplingFields).
 const SETTINGS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constrain: true };
 
-test('a two-turn session with a tool result, each reply the Node engine\'s; Clear; the Enter key', { skip: pageSkip, timeout: 300000 }, async () => {
+test('a two-turn session with a tool result, each reply the Node engine\'s; Clear; the Enter key', { skip: pageSkip, timeout: 900000 }, async () => {
   const set = toolsets[0];
   const tools = JSON.stringify(set.tools, null, 2);
   const result = { status: 'started', ends_at: '10:42' };
@@ -81,7 +81,7 @@ test('a two-turn session with a tool result, each reply the Node engine\'s; Clea
   assert.equal(promptTokens(shown.again.stats), expected.one.prompt_tokens);
 });
 
-test('settings survive a reload; Defaults restores them', { skip: pageSkip, timeout: 120000 }, async () => {
+test('settings survive a reload; Defaults restores them', { skip: pageSkip, timeout: 600000 }, async () => {
   await withPage({}, async ({ page, url }) => {
     await page.goto(url);
     await page.waitForSelector('label.model');
@@ -120,7 +120,7 @@ test('settings survive a reload; Defaults restores them', { skip: pageSkip, time
   });
 });
 
-test('Stop ends a reply within a token, and during the prefill before any token', { skip: pageSkip, timeout: 300000 }, async () => {
+test('Stop ends a reply within a token, and during the prefill before any token', { skip: pageSkip, timeout: 900000 }, async () => {
   await withPage({ dev: true }, async ({ page, url, errors }) => {
     await page.goto(url);
     assert.match(await openListed(page, 'base.cact'), /base\.cact is open/);
@@ -133,7 +133,7 @@ test('Stop ends a reply within a token, and during the prefill before any token'
 
     await page.fill('#query', 'hello');
     await page.press('#query', 'Enter');
-    await page.waitForFunction(() => Number(document.querySelector('#turns .turn .reply')?.dataset.tokens) >= 5, null, { timeout: 120000 });
+    await page.waitForFunction(() => Number(document.querySelector('#turns .turn .reply')?.dataset.tokens) >= 5, null, { timeout: 180000 });
     const seen = await page.evaluate(() => {
       const n = Number(document.querySelector('#turns .turn .reply').dataset.tokens);
       document.getElementById('stop').click();

@@ -14,7 +14,7 @@ import { test } from 'node:test';
 
 import { withBrowser } from './helpers/browser.mjs';
 import { buildDir, ensureWasm, root } from './helpers/engine.mjs';
-import { lastTurn, modelsDir, opening, pageSkip, pageSkipNoModel, screenshot, shipped, toolsets, withPage } from './helpers/page.mjs';
+import { STEP_TIMEOUT, lastTurn, modelsDir, opening, pageSkip, pageSkipNoModel, screenshot, shipped, toolsets, withPage } from './helpers/page.mjs';
 
 const siteDir = path.join(buildDir, 'site');
 const PREFIX = '/needlework/';
@@ -38,7 +38,7 @@ function staticServer(dir) {
 }
 
 // Waits for a condition across the service worker's reload (which destroys the page's context).
-async function until(page, fn, ms = 60000) {
+async function until(page, fn, ms = 180000) {
   for (const t0 = Date.now(); Date.now() - t0 < ms; await new Promise((r) => setTimeout(r, 100))) {
     try { if (await page.evaluate(fn)) return; } catch { /* the page is reloading */ }
   }
@@ -46,7 +46,7 @@ async function until(page, fn, ms = 60000) {
 }
 
 test('the build/site folder on a static server without isolation headers becomes isolated and answers a request',
-  { skip: pageSkip, timeout: 300000 }, async () => {
+  { skip: pageSkip, timeout: 900000 }, async () => {
     ensureWasm();
     execFileSync('bash', [path.join(root, 'scripts', 'build-site.sh'), buildDir],
       { stdio: 'pipe', env: { ...process.env, NEEDLE_MODELS_DIR: modelsDir } });
@@ -63,6 +63,7 @@ test('the build/site folder on a static server without isolation headers becomes
     try {
       // With service workers blocked the page cannot become isolated: it says so.
       await withBrowser(async (context) => {
+        context.setDefaultTimeout(STEP_TIMEOUT);
         const page = await context.newPage();
         await page.goto(url);
         await page.waitForSelector('#support:not([hidden])');
@@ -73,6 +74,7 @@ test('the build/site folder on a static server without isolation headers becomes
       }, { serviceWorkers: 'block' });
 
       await withBrowser(async (context) => {
+        context.setDefaultTimeout(STEP_TIMEOUT);
         const page = await context.newPage();
         const errors = [];
         page.on('pageerror', (e) => errors.push(String(e)));
@@ -96,7 +98,7 @@ test('the build/site folder on a static server without isolation headers becomes
     }
   });
 
-test('a browser without SharedArrayBuffer gets a plain message, not a broken page', { skip: pageSkipNoModel, timeout: 120000 }, async () => {
+test('a browser without SharedArrayBuffer gets a plain message, not a broken page', { skip: pageSkipNoModel, timeout: 600000 }, async () => {
   await withPage({}, async ({ page, url, errors }) => {
     await page.addInitScript(() => { delete globalThis.SharedArrayBuffer; });
     await page.goto(url);

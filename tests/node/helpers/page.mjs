@@ -29,6 +29,9 @@ export const pageSkip = pageSkipNoModel ||
 // collection (up to 20 s later): the page shows the memory before and after Unload with it.
 const MEASURE_NOW = ['--enable-blink-features=ForceEagerMeasureMemory'];
 
+// The longest a single browser step (a click, a navigation, a wait) may take.
+export const STEP_TIMEOUT = 180000;
+
 // Runs body({page, context, url, log, errors, server}) against a fresh dev server and browser.
 // `log`: the server's answers [{method, path, status, bytes}]; `errors`: uncaught page errors.
 // options: dev (offer BUILD/models too), browser (withBrowser's options).
@@ -39,6 +42,9 @@ export async function withPage({ dev = false, browser = {} } = {}, body) {
   const url = `http://127.0.0.1:${server.address().port}/`;
   try {
     return await withBrowser(async (context) => {
+      // Playwright's 30 s default for each step is too short on a loaded 2-core machine (CI builds
+      // everything beside the tests); a wait that never ends still fails, at its own timeout.
+      context.setDefaultTimeout(STEP_TIMEOUT);
       const page = await context.newPage();
       const errors = [];
       page.on('pageerror', (e) => errors.push(String(e)));
@@ -66,7 +72,7 @@ export const opensEnded = (page) => page.evaluate(() => Number(document.body.dat
 
 // Waits until more than `since` Opens have ended (0: the first, e.g. the one a reload starts);
 // returns the status line.
-export async function waitOpened(page, since = 0, timeout = 60000) {
+export async function waitOpened(page, since = 0, timeout = 240000) {
   await page.waitForFunction((n) => Number(document.body.dataset.opens ?? 0) > n, since, { timeout });
   return page.textContent('#model-status');
 }
@@ -86,7 +92,7 @@ export async function openListed(page, name) {
 }
 
 // The newest turn once its reply ended: {state, sent, reply, calls (parsed), stats, error, tokens}.
-export async function lastTurn(page, timeout = 90000) {
+export async function lastTurn(page, timeout = 240000) {
   await page.waitForFunction(() => {
     const turns = document.querySelectorAll('#turns .turn');
     return turns.length > 0 && turns[turns.length - 1].dataset.state !== 'streaming';
