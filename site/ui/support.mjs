@@ -25,10 +25,16 @@ export function missingCapability(g = globalThis, { isolationTried = false } = {
   }
   if (!g.crossOriginIsolated) {
     const file = g.location?.protocol === 'file:';
+    // Browsers isolate a page, and run service workers, only in a secure context (HTTPS or localhost).
+    const insecure = !file && g.isSecureContext === false;
     return { id: 'isolation', title: 'This page is not cross-origin isolated, so it cannot share memory between threads.',
       text: file
         ? 'It was opened as a file. Serve the folder over HTTP instead: npm start, or any static file server ' +
           '(python3 -m http.server in build/site/), then open http://127.0.0.1:PORT/.'
+        : insecure
+          ? 'It was opened over plain HTTP from another address. Browsers isolate a page (and run the service ' +
+            'worker that does it here) only over HTTPS or from localhost: open it with https://, or publish it ' +
+            'on a server that has HTTPS.'
         : isolationTried
           ? 'Its service worker could not add the isolation headers (private windows and some settings block ' +
             'service workers). Ask the site to send Cross-Origin-Opener-Policy: same-origin and ' +

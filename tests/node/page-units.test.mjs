@@ -172,6 +172,8 @@ test('capability checks name the first thing missing', () => {
   assert.equal(missingCapability({ ...ok, crossOriginIsolated: false }).id, 'isolation');
   assert.match(missingCapability({ ...ok, crossOriginIsolated: false, location: { protocol: 'file:' } }).text, /opened as a file/);
   assert.match(missingCapability({ ...ok, crossOriginIsolated: false }, { isolationTried: true }).text, /service worker could not/);
+  assert.match(missingCapability({ ...ok, crossOriginIsolated: false, isSecureContext: false, location: { protocol: 'http:' } }).text,
+    /plain HTTP from another address.*only over HTTPS or from localhost/);
   assert.equal(missingCapability({ ...ok, SharedArrayBuffer: undefined }).id, 'sab');
   let calls = 0;
   assert.equal(missingCapability({ ...ok, WebAssembly: { validate: () => ++calls > 1 } }).id, 'simd');
