@@ -20,7 +20,7 @@ const skip = !micro || !small ? 'needs build/models' : !needleRun ? 'needs build
 
 // Everything the session decides; the timings and memory differ between the engines by nature.
 const SAME = ['type', 'success', 'error', 'function_calls', 'reasoning', 'text', 'confidence', 'prompt_tokens',
-  'pinned_tokens', 'generated_tokens', 'forced_tokens', 'reply_ids', 'tools_offered'];
+  'pinned_tokens', 'reused_prompt_tokens', 'generated_tokens', 'forced_tokens', 'reply_ids', 'tools_offered'];
 const decided = (envelope) => Object.fromEntries(SAME.map((k) => [k, envelope[k]]));
 
 function run(program, args) {
