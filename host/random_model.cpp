@@ -9,19 +9,12 @@
 #include <string>
 
 #include "bytes.hpp"
+#include "sampler.hpp"
 #include "writer.hpp"
 
 namespace needle {
 
 namespace {
-
-// splitmix64: a tiny, well-mixed 64-bit generator (also used to mix the seed with the key hash).
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // FNV-1a over the key's bytes: the key's share of the stream seed.
 uint64_t hashKey(const std::string& key) {
@@ -33,12 +26,10 @@ uint64_t hashKey(const std::string& key) {
 // The random stream of one tensor: uniform doubles and standard normals (Box-Muller, both outputs used).
 class Stream {
  public:
-  Stream(uint64_t seed, const std::string& key) {
-    uint64_t mix = seed ^ hashKey(key);
-    state_ = splitmix64(mix);
-  }
+  // The stream's state: the first splitmix64 output for the seed mixed with the key's hash.
+  Stream(uint64_t seed, const std::string& key) : rng_(SplitMix64(seed ^ hashKey(key)).next()) {}
   // Uniform in [0, 1) with 53 random bits.
-  double uniform() { return static_cast<double>(splitmix64(state_) >> 11) * 0x1.0p-53; }
+  double uniform() { return rng_.uniform(); }
   double normal() {
     if (hasSpare_) {
       hasSpare_ = false;
@@ -52,7 +43,7 @@ class Stream {
   }
 
  private:
-  uint64_t state_ = 0;
+  SplitMix64 rng_;
   bool hasSpare_ = false;
   double spare_ = 0;
 };

@@ -26,7 +26,8 @@ inline size_t maskWords(uint32_t vocab) { return (static_cast<size_t>(vocab) + 3
 inline bool maskAllows(const uint32_t* mask, uint32_t id) { return (mask[id >> 5] >> (id & 31)) & 1u; }
 inline void maskAllow(uint32_t* mask, uint32_t id) { mask[id >> 5] |= 1u << (id & 31); }
 
-// splitmix64: the engine's generator (`seed`, `uniform`).
+// splitmix64: the engine's generator (`seed`, `uniform`), and the one generator of the C++ code (the
+// random models of host/random_model.cpp, needle-corpus).
 class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed = 0) : state_(seed) {}

@@ -21,6 +21,7 @@
 
 #include "bytes.hpp"
 #include "cli.hpp"
+#include "sampler.hpp"
 #include "utf8.hpp"
 
 namespace {
@@ -32,26 +33,20 @@ const char* const kUsage =
     "tokenizer with spm_train. --seed (default 1) picks the text; --bytes (default 1500000) is the\n"
     "approximate size; the output goes to FILE or to stdout.\n";
 
-// splitmix64: a small, well-mixed generator whose output is the same everywhere.
+// The corpus's draws, from the project's splitmix64 (host/sampler.hpp): the same output everywhere.
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  explicit Rng(uint64_t seed) : g_(seed) {}
   // Uniform in [0, n); the modulo bias is irrelevant for a corpus.
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
+  uint32_t below(uint32_t n) { return static_cast<uint32_t>(g_.next() % n); }
   bool chance(uint32_t percent) { return below(100) < percent; }
   // Uniform in [0, 1) from the top 53 bits.
-  double unit() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+  double unit() { return g_.uniform(); }
   template <typename T>
   const T& pick(const std::vector<T>& items) { return items[below(static_cast<uint32_t>(items.size()))]; }
 
  private:
-  uint64_t state_;
+  needle::SplitMix64 g_;
 };
 
 // Draws indices 0..n-1 with weight 1/(rank + 2.7), the Zipf-Mandelbrot shape of word frequencies.
