@@ -329,6 +329,11 @@ function toolcallRows(opts) {
   const rows = [];
   const replies = [];
   let failures = 0;
+  // Time to first token of a 5-tool request, cold and with the tools prefix restored: its own table
+  // (scripts/bench-ttft.mjs), in its own process.
+  const ttft = spawnSync(process.execPath, [path.join(root, 'scripts', 'bench-ttft.mjs'), '--archive', opts.toolcallArchive,
+    '--build', opts.build, '--engine-cli', opts.engineCli, '--threads', opts.threads.join(',')], { cwd: root, stdio: 'inherit' });
+  if (ttft.status !== 0) failures++;
   try {
     for (const [label, present, cmd, args] of runs) {
       if (!present) {
