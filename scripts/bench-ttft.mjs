@@ -12,7 +12,9 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import http from 'node:http';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const fmt = (x, digits = 1) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
 
@@ -51,6 +53,20 @@ const median = (xs) => {
   return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : NaN;
 };
 
+// One table row from a batch's envelopes (a problem noted when the prefix was not reused exactly on
+// the restored lines, or was on a cold one).
+function ttftRow(label, lines, envelopes, problems) {
+  const of = (kind) => envelopes.filter((_, i) => lines[i].kind === kind);
+  const cold = of('cold');
+  const restored = of('restored');
+  if (cold.some((e) => e.reused_prompt_tokens !== 0) || restored.some((e) => e.reused_prompt_tokens !== e.pinned_tokens))
+    problems.push(`${label}: the prefix was not reused exactly on the restored lines`);
+  const c = cold.map((e) => e.time_to_first_token_ms);
+  const w = restored.map((e) => e.time_to_first_token_ms);
+  return [label, cold[0].prompt_tokens, cold[0].pinned_tokens, fmt(median(c)), fmt(Math.min(...c)),
+    fmt(median(w)), fmt(Math.min(...w)), `${fmt(median(c) / median(w))}x`];
+}
+
 // Runs the batch in each program; returns {rows, problems}: per program the prompt and pinned
 // positions, TTFT cold and restored (median and least, ms) and their ratio; a problem when a program
 // fails, a restored line did not reuse the prefix (or a cold one did), or the programs' reply ids differ.
@@ -76,32 +92,91 @@ export function measureTtft({ archive, needleRun, engineCli, wasm, toolcall, thr
         problems.push(`${label}: failed: ${(r.stderr || '').trim().split('\n').slice(-2).join(' | ')}`);
         continue;
       }
-      const of = (kind) => envelopes.filter((_, i) => lines[i].kind === kind);
-      const cold = of('cold');
-      const restored = of('restored');
-      if (cold.some((e) => e.reused_prompt_tokens !== 0) || restored.some((e) => e.reused_prompt_tokens !== e.pinned_tokens))
-        problems.push(`${label}: the prefix was not reused exactly on the restored lines`);
-      const c = cold.map((e) => e.time_to_first_token_ms);
-      const w = restored.map((e) => e.time_to_first_token_ms);
-      rows.push([label, cold[0].prompt_tokens, cold[0].pinned_tokens, fmt(median(c)), fmt(Math.min(...c)),
-        fmt(median(w)), fmt(Math.min(...w)), `${fmt(median(c) / median(w))}x`]);
+      rows.push(ttftRow(label, lines, envelopes, problems));
       replies.add(JSON.stringify(envelopes.map((e) => e.reply_ids)));
     }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
   if (replies.size > 1) problems.push('the programs gave different reply ids');
-  return { rows, problems, pairs };
+  return { rows, problems, pairs, replies: [...replies] };
+}
+
+// The same batch in headless Chromium (tests/node/helpers/browser.mjs: playwright-core), the engine
+// and toolcall.wasm in a cross-origin isolated page, one engine per thread count, each request through
+// engine.complete. Returns {rows, problems, replies} (replies: each thread count's reply ids, JSON),
+// or {error} when Chromium cannot run.
+export async function measureTtftBrowser({ root, archive, wasm, toolcall, threads = [1], pairs = 5 }) {
+  let withBrowser;
+  let browserMissing;
+  try {
+    ({ withBrowser, browserMissing } = await import(pathToFileURL(path.join(root, 'tests', 'node', 'helpers', 'browser.mjs')).href));
+  } catch (e) { return { error: `skipped (${e.message})` }; }
+  if (browserMissing) return { error: `skipped (${browserMissing})` };
+  const lines = ttftLines(pairs);
+  const archiveBytes = fs.statSync(archive).size;
+  const page = `<!doctype html><meta charset="utf-8"><script type="module">
+import { createEngine } from '/site/engine/needle.mjs';
+try {
+  const bytes = new Uint8Array(await (await fetch('/model.cact')).arrayBuffer());
+  const out = [];
+  for (const threads of ${JSON.stringify(threads)}) {
+    const maxMemoryBytes = Math.ceil((${archiveBytes} * 1.3 + (256 << 20)) / 65536) * 65536;
+    const engine = await createEngine({ threads, maxMemoryBytes, wasm: new URL('/engine.wasm', location.href),
+      toolcall: new URL('/toolcall.mjs', location.href) });
+    await engine.load(bytes);
+    const envelopes = [];
+    for (const line of ${JSON.stringify(lines.map((l) => l.json))}) envelopes.push(await engine.complete(line));
+    out.push({ threads, envelopes });
+    await engine.close();
+  }
+  window.result = { out, agent: navigator.userAgent.match(/Chrom[a-z]*\\/[0-9.]+/)?.[0] ?? navigator.userAgent };
+} catch (e) { window.result = { error: String(e && e.stack || e) }; }
+</script>`;
+  const types = { '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
+  const files = { '/model.cact': archive, '/engine.wasm': wasm, '/toolcall.mjs': toolcall,
+    '/toolcall.wasm': path.join(path.dirname(toolcall), 'toolcall.wasm') };
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+    if (url.pathname === '/') { res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }); res.end(page); return; }
+    const file = files[url.pathname] ?? path.join(root, path.normalize(url.pathname));
+    const allowed = files[url.pathname] || file.startsWith(path.join(root, 'site') + path.sep);
+    if (!allowed || !fs.existsSync(file)) { res.writeHead(404, headers); res.end(); return; }
+    const body = fs.readFileSync(file);
+    res.writeHead(200, { ...headers, 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream', 'Content-Length': body.length });
+    res.end(body);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const seen = [];
+    const result = await withBrowser(async (context) => {
+      const tab = await context.newPage();
+      tab.on('pageerror', (e) => seen.push(`page error: ${e.message}`));
+      tab.on('crash', () => seen.push('the page crashed'));
+      await tab.goto(`http://127.0.0.1:${server.address().port}/`);
+      await tab.waitForFunction(() => window.result, null, { timeout: 20 * 60 * 1000, polling: 1000 });
+      return tab.evaluate(() => window.result);
+    }).catch((e) => ({ error: `${e.message}${seen.length ? ` (${seen.slice(-3).join('; ')})` : ''}` }));
+    if (result.error) return { error: result.error };
+    const problems = [];
+    const rows = result.out.map(({ threads: t, envelopes }) =>
+      ttftRow(`wasm engine + toolcall.wasm in ${result.agent}, ${t} thread${t > 1 ? 's' : ''}`, lines, envelopes, problems));
+    return { rows, problems, replies: result.out.map(({ envelopes }) => JSON.stringify(envelopes.map((e) => e.reply_ids))) };
+  } finally {
+    server.close();
+  }
 }
 
 export const TTFT_HEADER = ['program', 'prompt tokens', 'pinned', 'TTFT cold ms (median)', '(least)',
   'TTFT restored ms (median)', '(least)', 'cold / restored'];
 
 // As a program (bench.mjs runs it so): node scripts/bench-ttft.mjs --archive FILE [--build DIR]
-// [--engine-cli FILE] [--threads 1,2] [--pairs N]; prints the table; exit status 1 on a problem.
+// [--engine-cli FILE] [--threads 1,2] [--pairs N] [--browser]; prints the table; exit status 1 on a
+// problem.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-  const opts = { archive: '', build: 'build', engineCli: path.join(root, 'tools', 'needle-wasm.mjs'), threads: [1], pairs: 5 };
+  const opts = { archive: '', build: 'build', engineCli: path.join(root, 'tools', 'needle-wasm.mjs'), threads: [1], pairs: 5, browser: false };
   for (let i = 2; i < process.argv.length; i += 2) {
     const [k, v] = [process.argv[i], process.argv[i + 1]];
     if (k === '--archive') opts.archive = v;
@@ -109,6 +184,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     else if (k === '--engine-cli') opts.engineCli = v;
     else if (k === '--threads') opts.threads = v.split(',').map(Number);
     else if (k === '--pairs') opts.pairs = Number(v);
+    else if (k === '--browser') { opts.browser = true; i--; }
     else { console.error(`bench-ttft: unknown option ${k}`); process.exit(2); }
   }
   if (!opts.archive) { console.error('bench-ttft: --archive FILE is required'); process.exit(2); }
@@ -118,6 +194,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   console.log(`time to first token, a 5-tool request on ${opts.archive} (${t.pairs} pairs: a cold request, then one ` +
     'with its tools prefix restored; load average ' + os.loadavg().map((l) => l.toFixed(2)).join(' ') + '):');
   const table = [TTFT_HEADER, ...t.rows.map((r) => r.map(String))];
+  if (opts.browser) {
+    const b = await measureTtftBrowser({ root, archive: path.resolve(opts.archive), wasm: path.join(build, 'engine.wasm'),
+      toolcall: path.join(build, 'toolcall.mjs'), threads: opts.threads, pairs: opts.pairs });
+    if (b.error) console.log(`headless Chromium: ${b.error}`);
+    else {
+      for (const r of b.rows) table.push(r.map(String));
+      t.problems.push(...b.problems);
+      if (b.replies.some((r) => !t.replies.includes(r))) t.problems.push('Chromium gave other reply ids than Node');
+    }
+  }
   const widths = TTFT_HEADER.map((_, c) => Math.max(...table.map((r) => r[c].length)));
   for (const r of table) console.log(r.map((x, c) => (c === 0 ? x.padEnd(widths[c]) : x.padStart(widths[c]))).join('  '));
   for (const p of t.problems) console.log(`WARNING: ${p}`);

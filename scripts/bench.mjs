@@ -330,9 +330,10 @@ function toolcallRows(opts) {
   const replies = [];
   let failures = 0;
   // Time to first token of a 5-tool request, cold and with the tools prefix restored: its own table
-  // (scripts/bench-ttft.mjs), in its own process.
+  // (scripts/bench-ttft.mjs), in its own process; with --browser also in headless Chromium.
   const ttft = spawnSync(process.execPath, [path.join(root, 'scripts', 'bench-ttft.mjs'), '--archive', opts.toolcallArchive,
-    '--build', opts.build, '--engine-cli', opts.engineCli, '--threads', opts.threads.join(',')], { cwd: root, stdio: 'inherit' });
+    '--build', opts.build, '--engine-cli', opts.engineCli, '--threads', opts.threads.join(','),
+    ...(opts.browser ? ['--browser'] : [])], { cwd: root, stdio: 'inherit' });
   if (ttft.status !== 0) failures++;
   try {
     for (const [label, present, cmd, args] of runs) {
