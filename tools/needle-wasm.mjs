@@ -45,8 +45,11 @@ calls, reply ids and confidence):
   --no-heads          do not rank tools or give confidence with the probe heads
   --stream            also write the reply's text to stderr as it is generated
   --batch FILE        one request JSON per line (docs/toolcall.md, "The request"; "-" reads stdin),
-                      one envelope per line on stdout; the archive is loaded once. A refused line
-                      prints its error envelope and the run goes on.
+                      one envelope per line on stdout; the archive is loaded once, and a request
+                      whose prompt starts with the last one's tools prefix (BOS, system turn, tools)
+                      restores it from the engine's snapshot instead of running it again
+                      (reused_prompt_tokens). A refused line prints its error envelope and the run
+                      goes on.
   --toolcall FILE     toolcall.mjs, with toolcall.wasm beside it (default build/toolcall.mjs)
 Exit status: 0 done (with --tools: the envelope's "success" says whether the reply is a valid call),
 1 error (bad archive, bad token, malformed tools JSON, an unsupported schema keyword, a prompt that
