@@ -26,7 +26,7 @@
   (type $job_t (func (param i32 i32 i32)))
   (type $row_t (func (param i32 i32 i32 i32 v128) (result f32)))
   (table $jobs 13 funcref)
-  (elem (i32.const 0) $job_matvec $job_attention $job_batch)   ;; jobs 0..2
+  (elem (i32.const 0) $job_matvec $job_attention $job_batch $job_fused)   ;; jobs 0..3
   (elem (i32.const 4) $row2 $row3 $row4 $row2)                     ;; row kernel of kind 0..3
   (elem (i32.const 8) $row2q $row3 $row4q $row2q)                   ;; the same for groups of 128k (3-bit: never)
   (elem (i32.const 12) $test_job_fill)                              ;; test-only: the pool's tests (test_pool)
@@ -43,6 +43,7 @@
   (global $THREADS (export "ADDR_THREADS") i32 (i32.const 336)) ;; threads wanted, driver included (>= 1)
   (global $SPIN  (export "ADDR_SPIN")  i32 (i32.const 340))  ;; spin rounds before a wait
   (global $QUIT  (export "ADDR_QUIT")  i32 (i32.const 344))  ;; 1: helpers return from `helper`
+  (global $IDLE  i32 (i32.const 348))  ;; 1 between steps: a helper done with a job sleeps at once instead of spinning
   (global $STOP  (export "ADDR_STOP")  i32 (i32.const 384))  ;; 1: generate stops after the current token (set by the page)
   (global $HEAP_TOP (export "ADDR_HEAP_TOP") i32 (i32.const 448)) ;; bump allocator: first free byte
   (global $ARGS  (export "ADDR_ARGS")  i32 (i32.const 512))  ;; 16 job arguments (i32 / f32)
@@ -205,6 +206,8 @@
   (global $BSLICES i32 (i32.const 3072)) ;; 16 x 12 bytes: a chunk's per-token slices, (field, base, stride); field 0 ends
   (global $BSAVED  i32 (i32.const 3264)) ;; 116 bytes: the pointer fields P_U .. P_EV as they were before a chunk
   (global $CHUNK (export "PREFILL_CHUNK") i32 (i32.const 32)) ;; tokens per chunk of a batched prefill
+  (global $FUSED   i32 (i32.const 3392)) ;; 4 x 8 bytes: the products of one fused job, (matrix, output) each
+  (global $FUSED_N i32 (i32.const 3424)) ;; how many
   (global $HEAP_BASE (export "HEAP_BASE") i32 (i32.const 65536))
 
 
@@ -604,7 +607,8 @@
       (br $claim)))
 
   ;; A helper's whole life: take a slot from READY, then spin and wait on GEN; join every job while
-  ;; the slot is below THREADS - 1. A helper that is late, or never starts, holds nothing up: the job
+  ;; the slot is below THREADS - 1. Between the jobs of one step it spins up to SPIN rounds (the next
+  ;; job usually comes sooner than a wake-up would); between steps (IDLE) it sleeps at once. A helper that is late, or never starts, holds nothing up: the job
   ;; ends when its items are done, by whoever claimed them. Returns only when QUIT is set.
   (func $helper (export "helper")
     (local $seen i32) (local $id i32) (local $g i32) (local $spin i32)
@@ -616,7 +620,7 @@
         (then
           (if (i32.atomic.load (global.get $QUIT)) (then (return)))
           (local.set $spin (i32.add (local.get $spin) (i32.const 1)))
-          (if (i32.gt_u (local.get $spin) (i32.load (global.get $SPIN)))
+          (if (i32.or (i32.gt_u (local.get $spin) (i32.load (global.get $SPIN))) (i32.atomic.load (global.get $IDLE)))
             (then (call $wait32 (global.get $GEN) (local.get $seen))))
           (br $forever)))
       (local.set $seen (local.get $g))
@@ -1915,6 +1919,56 @@
         (call $run_job (i32.const 0) (local.get $n) (call $chunk_for (local.get $n) (i32.const 16))))
       (else (call $mv_rows (local.get $m) (local.get $rowBegin) (i32.const 0) (local.get $n) (local.get $out)))))
 
+  ;; Sets product k (0..3) of the next fused job: all the rows of matrix m into out.
+  (func $fuse (param $k i32) (param $m i32) (param $out i32)
+    (i32.store (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3))) (local.get $m))
+    (i32.store offset=4 (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3))) (local.get $out)))
+
+  ;; The n products set by $fuse, which read one prepared x (q, k, v and gate; an engram site's key and
+  ;; value), as one job: their rows are split across the threads together, so that one
+  ;; synchronisation serves them all. Matrices whose layout differs from the first's run on their own.
+  (func $fused_products (param $n i32)
+    (local $k i32) (local $m0 i32) (local $m i32) (local $total i32) (local $same i32)
+    (local.set $m0 (i32.load (global.get $FUSED)))
+    (local.set $same (i32.const 1))
+    (loop $each
+      (local.set $m (i32.load (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))
+      (local.set $total (i32.add (local.get $total) (call $d_rows (local.get $m))))
+      (local.set $same (i32.and (local.get $same) (i32.and
+        (i32.and (i32.eq (call $d_cols (local.get $m)) (call $d_cols (local.get $m0)))
+                 (i32.eq (call $d_group (local.get $m)) (call $d_group (local.get $m0))))
+        (i32.eq (call $layout (call $d_kind (local.get $m))) (call $layout (call $d_kind (local.get $m0)))))))
+      (br_if $each (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $n))))
+    (if (i32.or (i32.eqz (local.get $same)) (i32.le_u (i32.load (global.get $THREADS)) (i32.const 1)))
+      (then  ;; one by one (each product still split across threads when it is wide)
+        (local.set $k (i32.const 0))
+        (loop $one
+          (local.set $m (i32.load (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))
+          (call $product (local.get $m) (i32.load offset=4 (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3))))
+            (i32.const 0) (call $d_rows (local.get $m)))
+          (br_if $one (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $n))))
+        (return)))
+    (if (i32.or (i32.or (i32.ne (i32.load (global.get $PREP_COLS)) (call $d_cols (local.get $m0)))
+                        (i32.ne (i32.load (global.get $PREP_GROUP)) (call $d_group (local.get $m0))))
+                (i32.ne (i32.load (global.get $PREP_KIND)) (call $layout (call $d_kind (local.get $m0)))))
+      (then (call $prepare (local.get $m0) (i32.load (global.get $P_PREP_SRC)))))
+    (i32.store (global.get $FUSED_N) (local.get $n))
+    (call $run_job (i32.const 3) (local.get $total) (call $chunk_for (local.get $total) (i32.const 16))))
+
+  ;; Job 3: rows [b, e) of the fused products, counted through them in order.
+  (func $job_fused (param $b i32) (param $e i32) (param $slot i32)
+    (local $k i32) (local $start i32) (local $m i32) (local $lo i32) (local $hi i32) (local $end i32)
+    (loop $each
+      (local.set $m (i32.load (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))
+      (local.set $end (i32.add (local.get $start) (call $d_rows (local.get $m))))
+      (local.set $lo (select (local.get $b) (local.get $start) (i32.gt_u (local.get $b) (local.get $start))))
+      (local.set $hi (select (local.get $e) (local.get $end) (i32.lt_u (local.get $e) (local.get $end))))
+      (if (i32.lt_u (local.get $lo) (local.get $hi))
+        (then (call $mv_rows (local.get $m) (i32.const 0) (i32.sub (local.get $lo) (local.get $start)) (i32.sub (local.get $hi) (local.get $start))
+                (i32.load offset=4 (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))))
+      (local.set $start (local.get $end))
+      (br_if $each (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load (global.get $FUSED_N))))))
+
   ;; Raw stored index of column `col` in a packed row (LSB-first bit stream, ib bits per index).
   (func $raw_index (param $row i32) (param $ib i32) (param $col i32) (result i32)
     (local $bit i32)
@@ -2123,10 +2177,10 @@
       (local.set $kp (i32.add (i32.load (global.get $P_EK)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))))
       (local.set $ring (i32.add (i32.load (global.get $P_ERING)) (i32.shl (i32.mul (i32.mul (local.get $s) (local.get $R)) (local.get $d)) (i32.const 2))))
       (call $prepare (call $r_engram (local.get $s) (global.get $E_KEY)) (local.get $e))
-      (call $product (call $r_engram (local.get $s) (global.get $E_KEY)) (local.get $kp) (i32.const 0) (local.get $d))
-      (call $product (call $r_engram (local.get $s) (global.get $E_VALUE))
-        (i32.add (local.get $ring) (i32.shl (i32.mul (i32.rem_u (local.get $p) (local.get $R)) (local.get $d)) (i32.const 2)))
-        (i32.const 0) (local.get $d))
+      (call $fuse (i32.const 0) (call $r_engram (local.get $s) (global.get $E_KEY)) (local.get $kp))
+      (call $fuse (i32.const 1) (call $r_engram (local.get $s) (global.get $E_VALUE))
+        (i32.add (local.get $ring) (i32.shl (i32.mul (i32.rem_u (local.get $p) (local.get $R)) (local.get $d)) (i32.const 2))))
+      (call $fused_products (i32.const 2))
       (local.set $vt (i32.add (i32.load (global.get $P_EV)) (i32.shl (i32.mul (local.get $s) (local.get $d)) (i32.const 2))))
       (call $zero (local.get $vt) (i32.shl (local.get $d) (i32.const 2)))
       (local.set $j (i32.const 0))
@@ -2321,15 +2375,13 @@
   ;; 4h, attention half: b -> x1 = b + sigmoid(attn_gate) ZCRMS(Wout(o * sigmoid(Wgate h)), post_norm),
   ;; in four parts that a batched prefill runs token by token around its batched products.
   (func $attention (param $i i32) (param $p i32)
-    (local $qd i32) (local $kvd i32)
-    (local.set $qd (i32.mul (call $g (global.get $G_H)) (call $g (global.get $G_HD))))
-    (local.set $kvd (i32.mul (call $g (global.get $G_KV)) (call $g (global.get $G_HD))))
     (call $attn_norm (local.get $i))
     (call $prepare (call $r_layer (local.get $i) (global.get $L_Q)) (i32.load (global.get $P_H)))
-    (call $product (call $r_layer (local.get $i) (global.get $L_Q)) (i32.load (global.get $P_Q)) (i32.const 0) (local.get $qd))
-    (call $product (call $r_layer (local.get $i) (global.get $L_K)) (i32.load (global.get $P_K)) (i32.const 0) (local.get $kvd))
-    (call $product (call $r_layer (local.get $i) (global.get $L_V)) (i32.load (global.get $P_V)) (i32.const 0) (local.get $kvd))
-    (call $product (call $r_layer (local.get $i) (global.get $L_GATE)) (i32.load (global.get $P_GATE)) (i32.const 0) (local.get $qd))
+    (call $fuse (i32.const 0) (call $r_layer (local.get $i) (global.get $L_Q)) (i32.load (global.get $P_Q)))
+    (call $fuse (i32.const 1) (call $r_layer (local.get $i) (global.get $L_K)) (i32.load (global.get $P_K)))
+    (call $fuse (i32.const 2) (call $r_layer (local.get $i) (global.get $L_V)) (i32.load (global.get $P_V)))
+    (call $fuse (i32.const 3) (call $r_layer (local.get $i) (global.get $L_GATE)) (i32.load (global.get $P_GATE)))
+    (call $fused_products (i32.const 4))
     (call $attn_heads (local.get $i) (local.get $p))
     (call $prepare (call $r_layer (local.get $i) (global.get $L_OUT)) (i32.load (global.get $P_O)))
     (call $product (call $r_layer (local.get $i) (global.get $L_OUT)) (i32.load (global.get $P_A)) (i32.const 0) (call $g (global.get $G_D)))
@@ -2618,6 +2670,7 @@
     (if (i32.ge_u (local.get $tok) (call $g (global.get $G_VOCAB))) (then (return (global.get $ERR_TOKEN))))
     (if (i32.ge_u (local.get $p) (call $g (global.get $G_MAXSEQ))) (then (return (global.get $ERR_FULL))))
     (i32.store (i32.add (i32.load (global.get $P_HIST)) (i32.shl (local.get $p) (i32.const 2))) (local.get $tok))
+    (i32.atomic.store (global.get $IDLE) (i32.const 0))
     (local.set $d (call $g (global.get $G_D)))
     (local.set $ld (i32.mul (local.get $d) (call $g (global.get $G_LANES))))
     ;; 1-2. embedding x sqrt(d), broadcast to the lanes
@@ -2640,6 +2693,7 @@
       (br_if $layers (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (call $g (global.get $G_L)))))
     (i32.store (global.get $POS) (i32.add (local.get $p) (i32.const 1)))
     (if (local.get $want) (then (call $output)))
+    (i32.atomic.store (global.get $IDLE) (i32.const 1))
     (i32.const 0))
 
   ;; ------------------------------------------------------------------------------------------
@@ -2683,6 +2737,7 @@
           (br $each)))
         (return (i32.const 0))))
     (if (local.tee $r (call $batch_ready)) (then (return (local.get $r))))
+    (i32.atomic.store (global.get $IDLE) (i32.const 0))
     (block $done (loop $chunks
       (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
       (local.set $m (i32.sub (local.get $n) (local.get $i)))
@@ -2691,6 +2746,7 @@
         (i32.and (local.get $want) (i32.eq (i32.add (local.get $i) (local.get $m)) (local.get $n))))
       (local.set $i (i32.add (local.get $i) (local.get $m)))
       (br $chunks)))
+    (i32.atomic.store (global.get $IDLE) (i32.const 1))
     (i32.const 0))
 
   ;; Makes the batch blocks on the first prefill after a load (the per-token slices of BSLICES, the

@@ -7,6 +7,9 @@
 // one JSON object with its own timings (prefill_ms, prefill_tokens, decode_ms, decode_tokens), so
 // process start-up and archive loading are not counted. Each configuration runs --reps times; the best
 // figure of each kind is kept. Then it prints tokens/s and ratios; docs/benchmarks.md explains them.
+// Then the engine's own figures (scripts/bench-engine.mjs), in this process: decode tok/s at 1, 2 and
+// nproc threads with the scaling over 1 thread, and prefill tok/s of a 256-id prompt batched and one
+// step per id; with --browser the same figures in headless Chromium (V8 in a page and in Node differ).
 // With --toolcall-archive (an archive with a tokenizer), it also runs the same tool-call requests in
 // needle-run and needle-wasm --batch and prints what the call grammar costs per generated token (masks
 // and forced fragments) next to the time per reply token, and the share of tokens that were forced.
@@ -14,7 +17,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import http from 'node:http';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+import { ENGINE_HEADER, engineRows, measureEngine } from './bench-engine.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -26,7 +32,9 @@ const usage = `usage: node scripts/bench.mjs --archive BASE.cact [options]
   --prompt-tokens N   prompt length in ids (default 64)
   --generate N        tokens to generate (default 64)
   --reps N            runs of each configuration, best kept (default 2)
-  --threads LIST      engine thread counts (default 1,2)
+  --threads LIST      engine thread counts (default 1,2,nproc)
+  --rounds N          rounds of the engine's own figures, best kept (default 3)
+  --browser           the engine's own figures in headless Chromium too (playwright-core)
   --engine-cli FILE   the engine's command line (default tools/needle-wasm.mjs)
   --no-f32            skip the f32 rows of the reference
   --toolcall-archive FILE  an archive with a tokenizer (base geometry) for the tool-call rows
@@ -37,7 +45,8 @@ const usage = `usage: node scripts/bench.mjs --archive BASE.cact [options]
 function parseArgs(argv) {
   const opts = {
     build: 'build', emscripten: 'build-emscripten', archive: '', tiny: '',
-    promptTokens: 64, generate: 64, reps: 2, threads: [1, 2], f32: true, toolcallArchive: '',
+    promptTokens: 64, generate: 64, reps: 2, threads: [...new Set([1, 2, os.cpus().length])], f32: true, toolcallArchive: '',
+    rounds: 3, browser: false,
     engineCli: path.join(root, 'tools', 'needle-wasm.mjs'),
   };
   const num = (name, text) => {
@@ -61,6 +70,8 @@ function parseArgs(argv) {
       case '--threads': opts.threads = value().split(',').map((t) => num(a, t)); break;
       case '--engine-cli': opts.engineCli = path.resolve(value()); break;
       case '--no-f32': opts.f32 = false; break;
+      case '--rounds': opts.rounds = Math.max(1, num(a, value())); break;
+      case '--browser': opts.browser = true; break;
       case '--toolcall-archive': opts.toolcallArchive = value(); break;
       case '--help': case '-h': process.stdout.write(usage); process.exit(0);
       default: fail(`unknown option ${a}`);
@@ -369,7 +380,96 @@ function toolcallRows(opts) {
   return failures;
 }
 
-function main() {
+// The engine's own figures (bench-engine.mjs) in Node, and with --browser in headless Chromium.
+async function engineFigures(opts) {
+  const wasmFile = path.resolve(root, opts.build, 'engine.wasm');
+  if (!fs.existsSync(wasmFile)) {
+    console.log(`engine figures: skipped (${wasmFile} is missing)\n`);
+    return;
+  }
+  const { createEngine } = await import(pathToFileURL(path.join(root, 'site', 'engine', 'needle.mjs')).href);
+  console.log(`engine figures in Node ${process.version} (${opts.rounds} rounds, interleaved, best kept; load ` +
+    `${os.loadavg()[0].toFixed(2)}):`);
+  const node = await measureEngine(createEngine, { wasm: fs.readFileSync(wasmFile), archive: opts.archive,
+    archiveBytes: fs.statSync(opts.archive).size,
+    threads: opts.threads, rounds: opts.rounds, onLine: (l) => console.log(l) });
+  console.log('');
+  printTable(ENGINE_HEADER, engineRows(node));
+  console.log('');
+  if (opts.browser) {
+    const r = await browserFigures(opts, wasmFile);
+    if (r.error) console.log(`engine figures in Chromium: ${r.error}\n`);
+    else {
+      console.log(`engine figures in ${r.agent} (${r.cores} cores, the same rounds):`);
+      for (const l of r.lines) console.log(l);
+      console.log('');
+      printTable(ENGINE_HEADER, engineRows(r.results));
+      console.log('');
+    }
+  }
+}
+
+// Runs bench-engine.mjs in a cross-origin isolated page of headless Chromium (the repository served
+// with COOP/COEP, the archive at /model.cact, the engine at /engine.wasm); {results, lines, agent} or
+// {error}.
+async function browserFigures(opts, wasmFile) {
+  let withBrowser;
+  let browserMissing;
+  try {
+    ({ withBrowser, browserMissing } = await import(pathToFileURL(path.join(root, 'tests', 'node', 'helpers', 'browser.mjs')).href));
+  } catch (e) { return { error: `skipped (${e.message})` }; }
+  if (browserMissing) return { error: `skipped (${browserMissing})` };
+  const archive = path.resolve(opts.archive);
+  const types = { '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
+  const threads = JSON.stringify(opts.threads.length ? opts.threads : [1, 2]);
+  const page = `<!doctype html><meta charset="utf-8"><script type="module">
+import { createEngine } from '/site/engine/needle.mjs';
+import { measureEngine } from '/scripts/bench-engine.mjs';
+const lines = [];
+try {
+  const bytes = new Uint8Array(await (await fetch('/model.cact')).arrayBuffer());
+  const cores = navigator.hardwareConcurrency;
+  const threads = [...new Set([...${threads}.filter((t) => t !== ${os.cpus().length}), cores])];
+  const results = await measureEngine(createEngine, { wasm: new URL('/engine.wasm', location.href), archive: bytes,
+    archiveBytes: bytes.length,
+    threads, rounds: ${opts.rounds}, onLine: (l) => lines.push(l) });
+  window.result = { results, lines, agent: navigator.userAgent.match(/Chrom[a-z]*\/[0-9.]+/)?.[0] ?? navigator.userAgent, cores };
+} catch (e) { window.result = { error: String(e && e.stack || e), lines }; }
+</script>`;
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
+    if (url.pathname === '/') { res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }); res.end(page); return; }
+    const file = url.pathname === '/model.cact' ? archive : url.pathname === '/engine.wasm' ? wasmFile
+      : path.join(root, path.normalize(url.pathname));
+    const allowed = file === archive || file === wasmFile ||
+      ['site', 'scripts'].some((dir) => file.startsWith(path.join(root, dir) + path.sep));
+    if (!allowed || !fs.existsSync(file)) { res.writeHead(404, headers); res.end(); return; }
+    const body = fs.readFileSync(file);
+    res.writeHead(200, { ...headers, 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream', 'Content-Length': body.length });
+    res.end(body);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const seen = [];  // what the page said (its errors, a crash), for a failure's message
+    const result = await withBrowser(async (context) => {
+      const tab = await context.newPage();
+      tab.on('console', (m) => seen.push(`console: ${m.text()}`));
+      tab.on('pageerror', (e) => seen.push(`page error: ${e.message}`));
+      tab.on('crash', () => seen.push('the page crashed'));
+      await tab.goto(`http://127.0.0.1:${server.address().port}/`);
+      await tab.waitForFunction(() => window.result, null, { timeout: 30 * 60 * 1000, polling: 1000 });
+      return tab.evaluate(() => window.result);
+    }).catch((e) => ({ error: `${e.message}${seen.length ? ` (${seen.slice(-5).join('; ')})` : ''}` }));
+    return result;
+  } catch (e) {
+    return { error: e.message };
+  } finally {
+    server.close();
+  }
+}
+
+async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const progs = programs(opts);
   const geo = readGeometry(opts.archive);
@@ -491,10 +591,11 @@ function main() {
   const load1 = os.loadavg();
   console.log(`load average at end: ${load1.map((l) => l.toFixed(2)).join(' ')}\n`);
 
+  await engineFigures(opts);
   toolcallRows(opts);
   checkSameIds(opts, progs);
   const failed = configs.filter((c) => c.error && c.prog !== 'engine');
   process.exit(failed.length ? 1 : 0);
 }
 
-main();
+await main();

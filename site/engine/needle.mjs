@@ -265,10 +265,12 @@ export class NeedleEngine {
 
   // Prefill `ids` (teacher-forced), then sample up to maxTokens, each fed back except the last.
   // Options: sampler {temperature, topK, topP, minP, repetitionPenalty, repetitionWindow}, seed,
-  // stopIds (default: the tokenizer's eos), wantRows (every logits row), onToken(id).
-  async generate(ids, { maxTokens = 0, sampler = {}, seed = 0, stopIds = null, wantRows = false, onToken = null } = {}) {
+  // stopIds (default: the tokenizer's eos), wantRows (every logits row), onToken(id), prefill
+  // ('batched', the default: the engine's prefill; 'steps': one step per prompt id, as the bench
+  // compares them).
+  async generate(ids, { maxTokens = 0, sampler = {}, seed = 0, stopIds = null, wantRows = false, onToken = null, prefill = 'batched' } = {}) {
     const stops = stopIds ?? [this.tokenizer ? this.tokenizer.eos_id : 1];
-    return this.call('generate', { ids, maxTokens, sampler, seed, stopIds: stops, wantRows, stream: !!onToken },
+    return this.call('generate', { ids, maxTokens, sampler, seed, stopIds: stops, wantRows, stream: !!onToken, prefill },
       { onEvent: onToken ? (m) => onToken(m.token) : null });
   }
 

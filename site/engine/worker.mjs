@@ -303,7 +303,7 @@ function prefill(ids, wantLogits) {
 
 // Runs one prompt (teacher-forced) and then a decode loop with the wasm sampler.
 function generate(request, streamId) {
-  const { ids, maxTokens = 0, sampler = {}, seed = 0, stopIds = [], wantRows = false, stream = false } = request;
+  const { ids, maxTokens = 0, sampler = {}, seed = 0, stopIds = [], wantRows = false, stream = false, prefill: mode = 'batched' } = request;
   const vocab = geometry().vocab;
   const maxSeq = geometry().max_seq_len;
   const used = field('ADDR_POS');
@@ -321,6 +321,11 @@ function generate(request, streamId) {
       const rc = ex.step(ids[i] >>> 0, 1);
       if (rc) throw fail(rc, `step at prompt position ${i} (token ${ids[i]})`);
       rows.push(logitsCopy());
+    }
+  } else if (mode === 'steps') {  // one step per position, logits at the last (the bench's comparison)
+    for (let i = 0; i < ids.length; i++) {
+      const rc = ex.step(ids[i] >>> 0, i + 1 === ids.length ? 1 : 0);
+      if (rc) throw fail(rc, `step at prompt position ${i} (token ${ids[i]})`);
     }
   } else if (ids.length > 0) {
     prefill(ids, true);
