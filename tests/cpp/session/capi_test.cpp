@@ -211,17 +211,29 @@ TEST_CASE("C API: the envelope equals the C++ session's whoever samples and toke
 TEST_CASE("C API: with snapshots the prefix is reused as in the C++ session, with the same envelopes", "[session][capi]") {
   const Loaded& l = micro();
   const Api api;
-  needle_tc_model* m = modelOf(api, l);
-  tc::Session session(*l.session);
-  RecordingBackend native(l);
-  Host h(l);
-  needle_tc_backend b = callbacks(h);
-  const needle_tc_snapshots snapshots{cbSave, cbRestore};
-  // requests()[0] and [1] share the prefix, [2] has a system turn, [3] is [0]'s prefix again; then all
-  // four once more: reused, saved, saved, reused, ...
-  std::vector<uint32_t> reused;
-  for (int round = 0; round < 2; ++round) {
-    for (const std::string& json : requests()) {
+  // The backend samples, or the session samples on the backend's logits (its repetition history then
+  // starts from the restored prefix: the last request has a repetition penalty over the whole session).
+  for (int variant = 0; variant < 2; ++variant) {
+    needle_tc_model* m = modelOf(api, l);
+    tc::Session session(*l.session);
+    RecordingBackend native(l);
+    Host h(l);
+    needle_tc_backend b = callbacks(h);
+    if (variant == 1) {
+      b.set_sampler = nullptr;
+      b.sample = nullptr;
+      b.logprob = nullptr;
+      b.logits = cbLogits;
+    }
+    const needle_tc_snapshots snapshots{cbSave, cbRestore};
+    // requests()[0] and [1] share the prefix, [2] has a system turn, [3] is [0]'s prefix again; then
+    // all four once more: saved, reused, saved, saved, reused, reused, saved, saved; then one more with
+    // [0]'s prefix: reused.
+    std::vector<std::string> sequence;
+    for (int round = 0; round < 2; ++round) sequence.insert(sequence.end(), requests().begin(), requests().end());
+    sequence.push_back(R"({"tools":)" + kTools + R"(,"request":"a timer","temperature":0.9,"seed":5,"repeat_penalty":1.5})");
+    std::vector<uint32_t> reused;
+    for (const std::string& json : sequence) {
       INFO(json);
       native.clear();
       const tc::Envelope want = session.complete(native, tc::parseRequest(json));
@@ -231,17 +243,18 @@ TEST_CASE("C API: with snapshots the prefix is reused as in the C++ session, wit
       REQUIRE(status == NEEDLE_TC_OK);
       REQUIRE(outcome(take(out), true) == outcome(tc::envelopeJson(want), true));
     }
+    REQUIRE(reused.size() == 9);
+    CHECK(reused[0] == 0);
+    CHECK(reused[1] > 0);   // same tools, no system turn
+    CHECK(reused[2] == 0);  // a system turn: another prefix
+    CHECK(reused[3] == 0);  // back to the first prefix, which the snapshot no longer holds
+    CHECK(reused[4] == reused[1]);
+    CHECK(reused[5] == reused[1]);
+    CHECK(reused[6] == 0);
+    CHECK(reused[7] == 0);
+    CHECK(reused[8] == reused[1]);
+    api.modelFree(m);
   }
-  REQUIRE(reused.size() == 8);
-  CHECK(reused[0] == 0);
-  CHECK(reused[1] > 0);   // same tools, no system turn
-  CHECK(reused[2] == 0);  // a system turn: another prefix
-  CHECK(reused[3] == 0);  // back to the first prefix, which the snapshot no longer holds
-  CHECK(reused[4] == reused[1]);
-  CHECK(reused[5] == reused[1]);
-  CHECK(reused[6] == 0);
-  CHECK(reused[7] == 0);
-  api.modelFree(m);
 }
 
 TEST_CASE("C API: refusals and failures come back as statuses and messages", "[session][capi]") {
