@@ -433,7 +433,7 @@ try {
   const results = await measureEngine(createEngine, { wasm: new URL('/engine.wasm', location.href), archive: bytes,
     archiveBytes: bytes.length,
     threads, rounds: ${opts.rounds}, onLine: (l) => lines.push(l) });
-  window.result = { results, lines, agent: navigator.userAgent.match(/Chrom[a-z]*\/[0-9.]+/)?.[0] ?? navigator.userAgent, cores };
+  window.result = { results, lines, agent: navigator.userAgent.split(' ').find((w) => w.includes('Chrom')) ?? navigator.userAgent, cores };
 } catch (e) { window.result = { error: String(e && e.stack || e), lines }; }
 </script>`;
   const server = http.createServer((req, res) => {
@@ -458,7 +458,7 @@ try {
       tab.on('pageerror', (e) => seen.push(`page error: ${e.message}`));
       tab.on('crash', () => seen.push('the page crashed'));
       await tab.goto(`http://127.0.0.1:${server.address().port}/`);
-      await tab.waitForFunction(() => window.result, null, { timeout: 30 * 60 * 1000, polling: 1000 });
+      await tab.waitForFunction(() => window.result, null, { timeout: 20 * 60 * 1000, polling: 1000 });
       return tab.evaluate(() => window.result);
     }).catch((e) => ({ error: `${e.message}${seen.length ? ` (${seen.slice(-5).join('; ')})` : ''}` }));
     return result;
