@@ -1,4 +1,4 @@
-// bench-ttft.mjs: time to first token of a 5-tool request (about 450 prompt positions on the test
+// bench-ttft.mjs: time to first token of a 5-tool request (about 410 prompt positions on the test
 // tokenizer), cold and with the tools prefix restored (docs/toolcall.md, "Reusing the tools prefix"),
 // for bench.mjs's --toolcall-archive rows: needle-run (the C++ Reference, natively) and needle-wasm
 // (the engine + toolcall.wasm in Node) at each thread count, each program one --batch run.
