@@ -183,6 +183,122 @@ struct Activation {
   void product(const CqMatrix& m, float* y) { product(m, y, 0, m.rows); }
 };
 
+// The shapes every product of the step relies on, record by record: an error names the first that
+// differs from the geometry (a Model built by hand, not read from an archive, gets them too).
+void requireModelShapes(const Model& model) {
+  const Geometry& g = model.geo;
+  const uint32_t d = g.d_model, L = g.num_layers, lanes = g.mhc_lanes, H = g.num_heads,
+                 KV = g.num_kv_heads, hd = g.head_dim, S = g.num_engram_sites,
+                 T = g.num_engram_tables;
+  requireShape(model.embedding, g.vocab, d, "embedding");
+  if (model.layers.size() != L) throw Error("reference: the model has " + str(model.layers.size()) +
+                                            " layers, the header says " + str(L));
+  for (uint32_t i = 0; i < L; ++i) {
+    const Layer& ly = model.layers[i];
+    const std::string n = "layer " + str(i);
+    requireShape(ly.q_proj, H * hd, d, n + " query projection");
+    requireShape(ly.k_proj, KV * hd, d, n + " key projection");
+    requireShape(ly.v_proj, KV * hd, d, n + " value projection");
+    requireShape(ly.gate_proj, H * hd, d, n + " gate projection");
+    requireShape(ly.out_proj, d, H * hd, n + " output projection");
+    requireLength(ly.norm_in, d, n + " input norm");
+    requireLength(ly.q_norm, hd, n + " query norm");
+    requireLength(ly.k_norm, hd, n + " key norm");
+    requireLength(ly.post_norm, d, n + " post norm");
+    requireLength(ly.pre_hada, d, n + " pre-Hadamard norm");
+    requireLength(ly.d1, g.hada_n, n + " Hadamard scale d1");
+    requireLength(ly.d2, g.hada_n, n + " Hadamard scale d2");
+    requireLength(ly.d3, g.hada_n, n + " Hadamard scale d3");
+  }
+  requireShape(model.mhc.phi_pre, L * lanes, lanes * d, "mHC phi_pre");
+  requireShape(model.mhc.phi_post, L * lanes, lanes * d, "mHC phi_post");
+  requireShape(model.mhc.phi_res, L * lanes * lanes, lanes * d, "mHC phi_res");
+  requireLength(model.mhc.a_pre, L, "mHC a_pre");
+  requireLength(model.mhc.a_post, L, "mHC a_post");
+  requireLength(model.mhc.a_res, L, "mHC a_res");
+  requireLength(model.mhc.b_pre, L * lanes, "mHC b_pre");
+  requireLength(model.mhc.b_post, L * lanes, "mHC b_post");
+  requireLength(model.mhc.b_res, L * lanes * lanes, "mHC b_res");
+  if (model.engram.size() != S) throw Error("reference: the model has " + str(model.engram.size()) +
+                                            " engram sites, the header says " + str(S));
+  const uint32_t eDim = T * g.engram_sub_dim;
+  for (uint32_t s = 0; s < S; ++s) {
+    const EngramSite& site = model.engram[s];
+    const std::string n = "engram site " + str(s);
+    if (site.layer != g.engram_sites[s] || site.layer >= L)
+      throw Error("reference: " + n + " is at layer " + str(site.layer) + ", the header says " +
+                  str(g.engram_sites[s]));
+    requireShape(site.tables, T * g.engram_slots, g.engram_sub_dim, n + " tables");
+    requireShape(site.key_proj, d, eDim, n + " key projection");
+    requireShape(site.value_proj, d, eDim, n + " value projection");
+    requireLength(site.taps, static_cast<size_t>(g.engram_conv_taps) * d, n + " taps");
+  }
+  requireLength(model.final_norm, d, "final norm");
+
+}
+
+// The KV cache's two forms (ReferenceOptions::kvInt8), as views of State's arrays; each row holds
+// head_dim values of one (layer, KV head, slot). The session picks one form once (attention()).
+
+// int8 values with per-32 f32 scales (docs/numerics.md "Attention").
+struct Int8Kv {
+  std::vector<int8_t>& kq;
+  std::vector<int8_t>& vq;
+  std::vector<float>& kScale;
+  std::vector<float>& vScale;
+  uint32_t hd;
+
+  // k and v into row `row`, quantised block by block.
+  void store(size_t row, const float* k, const float* v) {
+    const uint32_t blocks = hd / kKvBlock;
+    for (uint32_t blk = 0; blk < blocks; ++blk) {
+      const uint32_t off = blk * kKvBlock;
+      kScale[row * blocks + blk] = quantizeBlockInt8(k + off, kKvBlock, kq.data() + row * hd + off);
+      vScale[row * blocks + blk] = quantizeBlockInt8(v + off, kKvBlock, vq.data() + row * hd + off);
+    }
+  }
+  // q . k_row: the sum over blocks of kscale_b x (the f32 sum over the block of q_c k_c, in order).
+  float dot(size_t row, const float* q) const {
+    const uint32_t blocks = hd / kKvBlock;
+    float sum = 0.0f;
+    for (uint32_t blk = 0; blk < blocks; ++blk) {
+      float part = 0.0f;
+      for (uint32_t c = blk * kKvBlock; c < (blk + 1) * kKvBlock; ++c)
+        part += q[c] * static_cast<float>(kq[row * hd + c]);
+      sum += kScale[row * blocks + blk] * part;
+    }
+    return sum;
+  }
+  // o += w v_row: per block, w x vscale_b times each int8 value.
+  void addWeighted(size_t row, float w, float* o) const {
+    const uint32_t blocks = hd / kKvBlock;
+    for (uint32_t blk = 0; blk < blocks; ++blk) {
+      const float wb = w * vScale[row * blocks + blk];
+      for (uint32_t c = blk * kKvBlock; c < (blk + 1) * kKvBlock; ++c) o[c] += wb * static_cast<float>(vq[row * hd + c]);
+    }
+  }
+};
+
+// f32 values: the exact oracle.
+struct F32Kv {
+  std::vector<float>& kf;
+  std::vector<float>& vf;
+  uint32_t hd;
+
+  void store(size_t row, const float* k, const float* v) {
+    std::copy(k, k + hd, kf.data() + row * hd);
+    std::copy(v, v + hd, vf.data() + row * hd);
+  }
+  float dot(size_t row, const float* q) const {
+    float sum = 0.0f;
+    for (uint32_t c = 0; c < hd; ++c) sum += q[c] * kf[row * hd + c];
+    return sum;
+  }
+  void addWeighted(size_t row, float w, float* o) const {
+    for (uint32_t c = 0; c < hd; ++c) o[c] += w * vf[row * hd + c];
+  }
+};
+
 }  // namespace
 
 struct Reference::State {
@@ -239,52 +355,9 @@ Reference::Reference(const Model& model, ReferenceOptions options)
   if (options.kvInt8 && hd % kKvBlock != 0)
     throw Error("reference: int8 KV needs head_dim (" + str(hd) + ") to be a multiple of 32");
 
-  // The shapes every product below relies on.
-  requireShape(model.embedding, g.vocab, d, "embedding");
-  if (model.layers.size() != L) throw Error("reference: the model has " + str(model.layers.size()) +
-                                            " layers, the header says " + str(L));
-  for (uint32_t i = 0; i < L; ++i) {
-    const Layer& ly = model.layers[i];
-    const std::string n = "layer " + str(i);
-    requireShape(ly.q_proj, H * hd, d, n + " query projection");
-    requireShape(ly.k_proj, KV * hd, d, n + " key projection");
-    requireShape(ly.v_proj, KV * hd, d, n + " value projection");
-    requireShape(ly.gate_proj, H * hd, d, n + " gate projection");
-    requireShape(ly.out_proj, d, H * hd, n + " output projection");
-    requireLength(ly.norm_in, d, n + " input norm");
-    requireLength(ly.q_norm, hd, n + " query norm");
-    requireLength(ly.k_norm, hd, n + " key norm");
-    requireLength(ly.post_norm, d, n + " post norm");
-    requireLength(ly.pre_hada, d, n + " pre-Hadamard norm");
-    requireLength(ly.d1, g.hada_n, n + " Hadamard scale d1");
-    requireLength(ly.d2, g.hada_n, n + " Hadamard scale d2");
-    requireLength(ly.d3, g.hada_n, n + " Hadamard scale d3");
-  }
-  requireShape(model.mhc.phi_pre, L * lanes, lanes * d, "mHC phi_pre");
-  requireShape(model.mhc.phi_post, L * lanes, lanes * d, "mHC phi_post");
-  requireShape(model.mhc.phi_res, L * lanes * lanes, lanes * d, "mHC phi_res");
-  requireLength(model.mhc.a_pre, L, "mHC a_pre");
-  requireLength(model.mhc.a_post, L, "mHC a_post");
-  requireLength(model.mhc.a_res, L, "mHC a_res");
-  requireLength(model.mhc.b_pre, L * lanes, "mHC b_pre");
-  requireLength(model.mhc.b_post, L * lanes, "mHC b_post");
-  requireLength(model.mhc.b_res, L * lanes * lanes, "mHC b_res");
-  if (model.engram.size() != S) throw Error("reference: the model has " + str(model.engram.size()) +
-                                            " engram sites, the header says " + str(S));
-  const uint32_t eDim = T * g.engram_sub_dim;
-  for (uint32_t s = 0; s < S; ++s) {
-    const EngramSite& site = model.engram[s];
-    const std::string n = "engram site " + str(s);
-    if (site.layer != g.engram_sites[s] || site.layer >= L)
-      throw Error("reference: " + n + " is at layer " + str(site.layer) + ", the header says " +
-                  str(g.engram_sites[s]));
-    requireShape(site.tables, T * g.engram_slots, g.engram_sub_dim, n + " tables");
-    requireShape(site.key_proj, d, eDim, n + " key projection");
-    requireShape(site.value_proj, d, eDim, n + " value projection");
-    requireLength(site.taps, static_cast<size_t>(g.engram_conv_taps) * d, n + " taps");
-  }
-  requireLength(model.final_norm, d, "final norm");
+  requireModelShapes(model);
 
+  const uint32_t eDim = T * g.engram_sub_dim;
   State& s = *s_;
   // KV rows: the sinks plus a ring of kv_window, never more than max_seq_len (the most ever used).
   s.kvSlots = g.kv_window == 0 ? g.max_seq_len
@@ -605,8 +678,7 @@ void Reference::attention(uint32_t i) {
   State& s = *s_;
   const Geometry& g = model_.geo;
   const Layer& ly = model_.layers[i];
-  const uint32_t d = g.d_model, H = g.num_heads, KV = g.num_kv_heads, hd = g.head_dim,
-                 half = hd / 2, p = position_;
+  const uint32_t d = g.d_model, H = g.num_heads, KV = g.num_kv_heads, hd = g.head_dim;
 
   // h = ZCRMS(b, norm_in); q, k, v and the gate all read this one prepared h.
   zcrms(s.b.data(), ly.norm_in.data(), d, s.h.data());
@@ -616,90 +688,17 @@ void Reference::attention(uint32_t i) {
   s.act.product(ly.v_proj, s.v.data());
   s.act.product(ly.gate_proj, s.gate.data());
 
-  // Per-head norms (one hd vector shared by all heads), then RoPE rotate-half at the logical position:
-  // (x_m, x_{m+half}) -> (x_m cos - x_{m+half} sin, x_{m+half} cos + x_m sin).
-  const float angleP = static_cast<float>(p);
-  for (uint32_t m = 0; m < half; ++m) {
-    const float angle = angleP * s.ropeFreq[m];  // f32, as numerics.md fixes it
-    s.ropeCos[m] = static_cast<float>(cos64(static_cast<double>(angle)));
-    s.ropeSin[m] = static_cast<float>(sin64(static_cast<double>(angle)));
-  }
-  auto normAndRotate = [&](float* x, const std::vector<float>& scale) {
-    zcrms(x, scale.data(), hd, x);
-    for (uint32_t m = 0; m < half; ++m) {
-      const float lo = x[m], hi = x[m + half];
-      x[m] = lo * s.ropeCos[m] - hi * s.ropeSin[m];
-      x[m + half] = hi * s.ropeCos[m] + lo * s.ropeSin[m];
-    }
-  };
+  // Per-head norms (one hd vector shared by all heads), then RoPE at the logical position.
+  ropeTables(position_);
   for (uint32_t j = 0; j < H; ++j) normAndRotate(s.q.data() + j * hd, ly.q_norm);
   for (uint32_t j = 0; j < KV; ++j) normAndRotate(s.k.data() + j * hd, ly.k_norm);
 
-  // Cache the normed, rotated k and the raw v at this position's physical slot.
-  const uint32_t slot = physicalSlot(p, options_.sink, g.kv_window);
-  for (uint32_t j = 0; j < KV; ++j) {
-    const size_t row = s.kvRow(i, j, slot, KV);
-    if (options_.kvInt8) {
-      for (uint32_t blk = 0; blk < hd / kKvBlock; ++blk) {
-        const uint32_t off = blk * kKvBlock;
-        s.kScale[row * (hd / kKvBlock) + blk] =
-            quantizeBlockInt8(s.k.data() + j * hd + off, kKvBlock, s.kq.data() + row * hd + off);
-        s.vScale[row * (hd / kKvBlock) + blk] =
-            quantizeBlockInt8(s.v.data() + j * hd + off, kKvBlock, s.vq.data() + row * hd + off);
-      }
-    } else {
-      std::copy(s.k.data() + j * hd, s.k.data() + (j + 1) * hd, s.kf.data() + row * hd);
-      std::copy(s.v.data() + j * hd, s.v.data() + (j + 1) * hd, s.vf.data() + row * hd);
-    }
-  }
-
-  // Softmax attention of each query head over the attended rows (the sinks and the window, listed
-  // once per step in step()); head j reads KV head j / (H / KV).
-  const uint32_t count = s.attendedCount;
-  const float scoreScale = std::sqrt(static_cast<float>(hd));
-  const uint32_t blocks = hd / kKvBlock;
-  for (uint32_t j = 0; j < H; ++j) {
-    const uint32_t kvh = j / (H / KV);
-    const float* qj = s.q.data() + j * hd;
-    float mx = -INFINITY;
-    for (uint32_t t = 0; t < count; ++t) {
-      const size_t row = s.kvRow(i, kvh, s.attendedRows[t], KV);
-      float dot = 0.0f;
-      if (options_.kvInt8) {
-        // sum over blocks of kscale_b * (sum over the block of q_i k_i)
-        for (uint32_t blk = 0; blk < blocks; ++blk) {
-          float part = 0.0f;
-          for (uint32_t c = blk * kKvBlock; c < (blk + 1) * kKvBlock; ++c)
-            part += qj[c] * static_cast<float>(s.kq[row * hd + c]);
-          dot += s.kScale[row * blocks + blk] * part;
-        }
-      } else {
-        for (uint32_t c = 0; c < hd; ++c) dot += qj[c] * s.kf[row * hd + c];
-      }
-      s.scores[t] = dot / scoreScale;
-      mx = std::max(mx, s.scores[t]);
-    }
-    float sum = 0.0f;
-    for (uint32_t t = 0; t < count; ++t) {
-      s.scores[t] = expf32(s.scores[t] - mx);
-      sum += s.scores[t];
-    }
-    for (uint32_t t = 0; t < count; ++t) s.scores[t] /= sum;
-    float* oj = s.o.data() + j * hd;
-    std::fill(oj, oj + hd, 0.0f);
-    for (uint32_t t = 0; t < count; ++t) {
-      const size_t row = s.kvRow(i, kvh, s.attendedRows[t], KV);
-      if (options_.kvInt8) {
-        for (uint32_t blk = 0; blk < blocks; ++blk) {
-          const float w = s.scores[t] * s.vScale[row * blocks + blk];
-          for (uint32_t c = blk * kKvBlock; c < (blk + 1) * kKvBlock; ++c)
-            oj[c] += w * static_cast<float>(s.vq[row * hd + c]);
-        }
-      } else {
-        for (uint32_t c = 0; c < hd; ++c) oj[c] += s.scores[t] * s.vf[row * hd + c];
-      }
-    }
-  }
+  // The KV cache in the session's one mode: store this position's rows, then every query head's
+  // scores and softmax, and its weighted values into o.
+  if (options_.kvInt8)
+    attendHeads(Int8Kv{s.kq, s.vq, s.kScale, s.vScale, hd}, i);
+  else
+    attendHeads(F32Kv{s.kf, s.vf, hd}, i);
 
   // o <- o * sigmoid(Wgate h); a = Wout o.
   for (uint32_t c = 0; c < H * hd; ++c) s.o[c] *= sigmoid(s.gate[c]);
@@ -710,6 +709,65 @@ void Reference::attention(uint32_t i) {
   zcrms(s.a.data(), ly.post_norm.data(), d, s.a.data());
   const float ag = sigmoid(ly.attn_gate);
   for (uint32_t c = 0; c < d; ++c) s.x1[c] = s.b[c] + ag * s.a[c];
+}
+
+// RoPE's cos and sin at logical position p: angle = f32(p) x freq_m in f32, cos and sin in f64.
+void Reference::ropeTables(uint32_t p) {
+  State& s = *s_;
+  const float angleP = static_cast<float>(p);
+  for (uint32_t m = 0; m < model_.geo.head_dim / 2; ++m) {
+    const float angle = angleP * s.ropeFreq[m];  // f32, as numerics.md fixes it
+    s.ropeCos[m] = static_cast<float>(cos64(static_cast<double>(angle)));
+    s.ropeSin[m] = static_cast<float>(sin64(static_cast<double>(angle)));
+  }
+}
+
+// x <- ZCRMS(x, scale) over one head, then rotate-half:
+// (x_m, x_{m+half}) -> (x_m cos - x_{m+half} sin, x_{m+half} cos + x_m sin).
+void Reference::normAndRotate(float* x, const std::vector<float>& scale) {
+  const State& s = *s_;
+  const uint32_t hd = model_.geo.head_dim, half = hd / 2;
+  zcrms(x, scale.data(), hd, x);
+  for (uint32_t m = 0; m < half; ++m) {
+    const float lo = x[m], hi = x[m + half];
+    x[m] = lo * s.ropeCos[m] - hi * s.ropeSin[m];
+    x[m + half] = hi * s.ropeCos[m] + lo * s.ropeSin[m];
+  }
+}
+
+// Store, score and mix for layer i with the KV cache `kv` (Int8Kv or F32Kv): the position's k and
+// v rows at its physical slot, then for each query head j (reading KV head j / (H / KV)) the scores
+// of the attended rows (the sinks and the window, listed once per step in step()), their softmax,
+// and the weighted value sum into o.
+template <class Kv>
+void Reference::attendHeads(Kv kv, uint32_t i) {
+  State& s = *s_;
+  const Geometry& g = model_.geo;
+  const uint32_t H = g.num_heads, KV = g.num_kv_heads, hd = g.head_dim;
+  const uint32_t slot = physicalSlot(position_, options_.sink, g.kv_window);
+  for (uint32_t j = 0; j < KV; ++j) kv.store(s.kvRow(i, j, slot, KV), s.k.data() + j * hd, s.v.data() + j * hd);
+
+  const uint32_t count = s.attendedCount;
+  const float scoreScale = std::sqrt(static_cast<float>(hd));
+  for (uint32_t j = 0; j < H; ++j) {
+    const uint32_t kvh = j / (H / KV);
+    // score: q . k / sqrt(hd) for every attended row, then the softmax (max subtracted)
+    float mx = -INFINITY;
+    for (uint32_t t = 0; t < count; ++t) {
+      s.scores[t] = kv.dot(s.kvRow(i, kvh, s.attendedRows[t], KV), s.q.data() + j * hd) / scoreScale;
+      mx = std::max(mx, s.scores[t]);
+    }
+    float sum = 0.0f;
+    for (uint32_t t = 0; t < count; ++t) {
+      s.scores[t] = expf32(s.scores[t] - mx);
+      sum += s.scores[t];
+    }
+    for (uint32_t t = 0; t < count; ++t) s.scores[t] /= sum;
+    // mix: o_j = sum of weight_t v_t, in key order
+    float* oj = s.o.data() + j * hd;
+    std::fill(oj, oj + hd, 0.0f);
+    for (uint32_t t = 0; t < count; ++t) kv.addWeighted(s.kvRow(i, kvh, s.attendedRows[t], KV), s.scores[t], oj);
+  }
 }
 
 // 4h. MLP half of the block: out = x1 + (d3 * H_n silu(d2 * H_n (d1 * ZCRMS(x1, pre_hada)|0)))[:d].

@@ -80,6 +80,10 @@ class Reference {
   void engramKeysAndValues();
   void layer(uint32_t i);
   void attention(uint32_t i);
+  void ropeTables(uint32_t position);
+  void normAndRotate(float* x, const std::vector<float>& scale);
+  template <class Kv>
+  void attendHeads(Kv kv, uint32_t i);  // Kv: the cache's int8 or f32 form (reference.cpp)
   void mlp(uint32_t i);
   void output();
   void poolLaneMean();
