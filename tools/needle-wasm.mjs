@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import { createEngine, ToolcallError } from '../site/engine/needle.mjs';
 
 const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT | --ids "2 4 ...")
-       [--generate N] [--threads T] [--seed S] [--sink N] [--logits-out FILE]
+       [--generate N] [--threads T] [--seed S] [--sink N] [--logits-out FILE] [--prefill batched|steps]
        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-window N]
        [--wasm FILE]
    or: node tools/needle-wasm.mjs --archive FILE --tools TOOLS.json [--prompt REQUEST] [--system TEXT]
@@ -31,6 +31,8 @@ const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT |
   --sink N            pin the first N positions in the KV cache (default 0)
   --logits-out FILE   raw little-endian f32, vocab floats per row, one row per step run: each prompt
                       position, then each generated token fed back (the last one is not run)
+  --prefill MODE      the prompt through the engine's batched prefill (batched, the default) or one
+                      step per id (steps); the same state and logits either way
   sampling            greedy (argmax, lowest id on ties) unless --temperature > 0
   --wasm FILE         engine.wasm (default build/engine.wasm)
 
@@ -56,7 +58,7 @@ Exit status: 0 done (with --tools: the envelope's "success" says whether the rep
 does not fit the context; with --batch: some line was refused or failed), 2 usage error.`;
 
 const FLAGS = ['no-constrain', 'no-heads', 'stream'];
-const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out'];
+const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out', 'prefill'];
 const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'batch', 'toolcall', ...FLAGS];
 
 function parseArgs(argv) {
@@ -68,7 +70,7 @@ function parseArgs(argv) {
     if (!a.startsWith('--') || i + 1 >= argv.length) throw new UsageError(`unexpected argument ${a}`);
     opts[a.slice(2)] = argv[++i];
   }
-  const known = ['archive', 'prompt', 'ids', 'generate', 'threads', 'seed', 'sink', 'logits-out', 'temperature',
+  const known = ['archive', 'prompt', 'ids', 'generate', 'threads', 'seed', 'sink', 'logits-out', 'prefill', 'temperature',
     'top-k', 'top-p', 'min-p', 'repeat-penalty', 'repeat-window', 'wasm', ...TOOLCALL_OPTIONS];
   for (const k of Object.keys(opts)) if (!known.includes(k)) throw new UsageError(`unknown option --${k}`);
   if (!opts.archive) throw new UsageError('--archive is required');
@@ -85,6 +87,8 @@ function parseArgs(argv) {
   }
   for (const k of TOOLCALL_OPTIONS) if (opts[k] !== undefined) throw new UsageError(`--${k} needs --tools`);
   if ((opts.prompt === undefined) === (opts.ids === undefined)) throw new UsageError('give exactly one of --prompt and --ids');
+  if (opts.prefill !== undefined && !['batched', 'steps'].includes(opts.prefill))
+    throw new UsageError(`--prefill: '${opts.prefill}' is not batched or steps`);
   return opts;
 }
 
@@ -226,7 +230,7 @@ async function main() {
       if (ids.length === 0) throw new UsageError('--ids needs at least one token id');
     }
     const r = await engine.generate(ids, { maxTokens: generate, sampler, seed: BigInt.asUintN(64, seed),
-                                           wantRows: !!opts['logits-out'] });
+                                           wantRows: !!opts['logits-out'], prefill: opts.prefill ?? 'batched' });
     if (opts['logits-out']) {
       const out = fs.openSync(opts['logits-out'], 'w');
       for (const row of r.rows) fs.writeSync(out, new Uint8Array(row.buffer, row.byteOffset, row.byteLength));

@@ -52,6 +52,16 @@ test('needle-wasm with --ids, sampling options and a seed is repeatable', { skip
   assert.equal(a.generated_ids.length > 0, true);
 });
 
+test('needle-wasm --prefill steps and batched (the default) sample the same ids; a bad mode is a usage error', { skip }, () => {
+  const args = ['--archive', archive, '--ids', '2 4 100 200 300 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36',
+    '--generate', '12', '--temperature', '0.7', '--seed', '5', '--threads', '2'];
+  const steps = JSON.parse(wasmCli([...args, '--prefill', 'steps']).stdout);
+  const batched = JSON.parse(wasmCli(args).stdout);
+  assert.equal(steps.prompt_ids.length, 37);   // two chunks of the batched prefill
+  assert.deepEqual(batched.generated_ids, steps.generated_ids);
+  assert.equal(wasmCli([...args, '--prefill', 'fast']).status, 2);
+});
+
 test('needle-wasm exit codes: 2 for usage, 1 for a bad archive', { skip }, () => {
   assert.equal(wasmCli(['--archive', archive]).status, 2);
   assert.equal(wasmCli(['--archive', archive, '--ids', '2', '--bogus', '1']).status, 2);
