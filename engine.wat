@@ -1610,25 +1610,50 @@
   ;; The f32 sums run in the reference's order (blocks, then groups, one by one): an f32 result that
   ;; differs by one ulp can round to a different int8 in the next product, so the order matters.
 
+  ;; The level (int8, from the level table tbl) of crumb t / 2 of each of 16 bytes w: crumb c of byte
+  ;; j is column 4j + c (t = 0, 2, 4, 6).
+  (func $crumbs (param $w v128) (param $tbl v128) (param $t i32) (result v128)
+    (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (local.get $t)) (i8x16.splat (i32.const 3)))))
+
+  ;; A 3-bit block's 12 bytes at p as four 24-bit words, one per i32 lane (index t of word m is
+  ;; column 8m + t).
+  (func $words3 (param $p i32) (result v128)
+    (i8x16.swizzle (v128.load (local.get $p)) (v128.const i8x16 0 1 2 0x80 3 4 5 0x80 6 7 8 0x80 9 10 11 0x80)))
+
+  ;; The levels of indices s/3 .. s/3 + 3 of each word (s = 0: indices 0..3, s = 12: 4..7), as 16
+  ;; bytes: index t of word m at byte 4 (t mod 4) + m.
+  (func $levels3 (param $w v128) (param $tbl v128) (param $s i32) (result v128)
+    (local $seven v128)
+    (local.set $seven (i32x4.splat (i32.const 7)))
+    (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
+      (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (local.get $s)) (local.get $seven))
+                            (v128.and (i32x4.shr_u (local.get $w) (i32.add (local.get $s) (i32.const 3))) (local.get $seven)))
+      (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.add (local.get $s) (i32.const 6))) (local.get $seven))
+                            (v128.and (i32x4.shr_u (local.get $w) (i32.add (local.get $s) (i32.const 9))) (local.get $seven))))))
+
+  ;; The sum of the four i32 lanes of d (a block's exact dot).
+  (func $hsum (param $d v128) (result i32)
+    (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d)))
+             (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d)))))
+
   ;; 2-bit and ternary rows: 16 bytes = 64 columns = two blocks; crumb t of byte j is column 4j + t.
   (func $row2 (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
     (local $xq i32) (local $xs i32) (local $b i32) (local $w v128) (local $l0 v128) (local $l1 v128)
-    (local $l2 v128) (local $l3 v128) (local $d v128) (local $gs f32) (local $acc f32) (local $three v128)
+    (local $l2 v128) (local $l3 v128) (local $d v128) (local $gs f32) (local $acc f32)
     (local.set $xq (i32.load (global.get $P_PREPQ)))
     (local.set $xs (i32.load (global.get $P_PREPS)))
-    (local.set $three (i8x16.splat (i32.const 3)))
     (loop $pairs
       (local.set $w (v128.load (local.get $p)))
-      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
-      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
-      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
-      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (local.set $l0 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 0)))
+      (local.set $l1 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 2)))
+      (local.set $l2 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 4)))
+      (local.set $l3 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 6)))
       (local.set $d (i32x4.add
         (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l0)) (v128.load (local.get $xq)))
                    (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l1)) (v128.load offset=16 (local.get $xq))))
         (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l2)) (v128.load offset=32 (local.get $xq)))
                    (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $l3)) (v128.load offset=48 (local.get $xq))))))
-      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load (local.get $xs)))))
+      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (call $hsum (local.get $d))) (f32.load (local.get $xs)))))
       (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
         (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
               (local.set $np (i32.add (local.get $np) (i32.const 2)))
@@ -1641,7 +1666,7 @@
                        (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l1)) (v128.load offset=80 (local.get $xq))))
             (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l2)) (v128.load offset=96 (local.get $xq)))
                        (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $l3)) (v128.load offset=112 (local.get $xq))))))
-          (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load offset=4 (local.get $xs)))))
+          (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (call $hsum (local.get $d))) (f32.load offset=4 (local.get $xs)))))
           (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
             (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
                   (local.set $np (i32.add (local.get $np) (i32.const 2)))
@@ -1668,7 +1693,7 @@
                    (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lo)) (v128.load offset=16 (local.get $xq))))
         (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $hi)) (v128.load offset=32 (local.get $xq)))
                    (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $hi)) (v128.load offset=48 (local.get $xq))))))
-      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load (local.get $xs)))))
+      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (call $hsum (local.get $d))) (f32.load (local.get $xs)))))
       (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
         (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
               (local.set $np (i32.add (local.get $np) (i32.const 2)))
@@ -1683,29 +1708,19 @@
   ;; 8m + t. The words are gathered into i32 lanes, shifted out, narrowed to bytes, then looked up.
   (func $row3 (param $p i32) (param $np i32) (param $nb i32) (param $mask i32) (param $tbl v128) (result f32)
     (local $xq i32) (local $xs i32) (local $b i32) (local $w v128) (local $la v128) (local $lb v128)
-    (local $d v128) (local $gs f32) (local $acc f32) (local $seven v128)
+    (local $d v128) (local $gs f32) (local $acc f32)
     (local.set $xq (i32.load (global.get $P_PREPQ)))
     (local.set $xs (i32.load (global.get $P_PREPS)))
-    (local.set $seven (i32x4.splat (i32.const 7)))
     (loop $blocks
-      (local.set $w (i8x16.swizzle (v128.load (local.get $p))
-        (v128.const i8x16 0 1 2 0x80 3 4 5 0x80 6 7 8 0x80 9 10 11 0x80)))
-      (local.set $la (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
-        (i16x8.narrow_i32x4_u (v128.and (local.get $w) (local.get $seven))
-                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 3)) (local.get $seven)))
-        (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 6)) (local.get $seven))
-                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 9)) (local.get $seven))))))
-      (local.set $lb (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
-        (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 12)) (local.get $seven))
-                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 15)) (local.get $seven)))
-        (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 18)) (local.get $seven))
-                              (v128.and (i32x4.shr_u (local.get $w) (i32.const 21)) (local.get $seven))))))
+      (local.set $w (call $words3 (local.get $p)))
+      (local.set $la (call $levels3 (local.get $w) (local.get $tbl) (i32.const 0)))
+      (local.set $lb (call $levels3 (local.get $w) (local.get $tbl) (i32.const 12)))
       (local.set $d (i32x4.add
         (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $la)) (v128.load (local.get $xq)))
                    (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $la)) (v128.load offset=16 (local.get $xq))))
         (i32x4.add (i32x4.dot_i16x8_s (i16x8.extend_low_i8x16_s (local.get $lb)) (v128.load offset=32 (local.get $xq)))
                    (i32x4.dot_i16x8_s (i16x8.extend_high_i8x16_s (local.get $lb)) (v128.load offset=48 (local.get $xq))))))
-      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (i32.add (i32.add (i32x4.extract_lane 0 (local.get $d)) (i32x4.extract_lane 1 (local.get $d))) (i32.add (i32x4.extract_lane 2 (local.get $d)) (i32x4.extract_lane 3 (local.get $d))))) (f32.load (local.get $xs)))))
+      (local.set $gs (f32.add (local.get $gs) (f32.mul (f32.convert_i32_s (call $hsum (local.get $d))) (f32.load (local.get $xs)))))
       (if (i32.eq (i32.and (local.get $b) (local.get $mask)) (local.get $mask))
         (then (local.set $acc (f32.add (local.get $acc) (f32.mul (call $f16 (i32.load16_u (local.get $np))) (local.get $gs))))
               (local.set $np (i32.add (local.get $np) (i32.const 2)))
@@ -2995,7 +3010,6 @@
   ;; per block in the order the prepared activation uses (the row kernels' column orders).
   (func $expand (param $kind i32) (param $p i32) (param $nb i32) (param $tbl v128) (param $dst i32)
     (local $end i32) (local $w v128) (local $l0 v128) (local $l1 v128) (local $l2 v128) (local $l3 v128)
-    (local $three v128) (local $seven v128)
     (local.set $end (i32.add (local.get $dst) (i32.shl (local.get $nb) (i32.const 6))))
     (if (i32.eq (local.get $kind) (i32.const 2))
       (then  ;; 4-bit: 16 bytes = one block; low nibble of byte j = column 2j, high = 2j + 1
@@ -3010,19 +3024,10 @@
         (return)))
     (if (i32.eq (local.get $kind) (i32.const 1))
       (then  ;; 3-bit: 12 bytes = one block = four 24-bit words; index t of word m = column 8m + t
-        (local.set $seven (i32x4.splat (i32.const 7)))
         (loop $blocks
-          (local.set $w (i8x16.swizzle (v128.load (local.get $p)) (v128.const i8x16 0 1 2 0x80 3 4 5 0x80 6 7 8 0x80 9 10 11 0x80)))
-          (local.set $l0 (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
-            (i16x8.narrow_i32x4_u (v128.and (local.get $w) (local.get $seven))
-                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 3)) (local.get $seven)))
-            (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 6)) (local.get $seven))
-                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 9)) (local.get $seven))))))
-          (local.set $l1 (i8x16.swizzle (local.get $tbl) (i8x16.narrow_i16x8_u
-            (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 12)) (local.get $seven))
-                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 15)) (local.get $seven)))
-            (i16x8.narrow_i32x4_u (v128.and (i32x4.shr_u (local.get $w) (i32.const 18)) (local.get $seven))
-                                  (v128.and (i32x4.shr_u (local.get $w) (i32.const 21)) (local.get $seven))))))
+          (local.set $w (call $words3 (local.get $p)))
+          (local.set $l0 (call $levels3 (local.get $w) (local.get $tbl) (i32.const 0)))
+          (local.set $l1 (call $levels3 (local.get $w) (local.get $tbl) (i32.const 12)))
           (call $store4 (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $l0)) (i16x8.extend_high_i8x16_s (local.get $l0))
                                          (i16x8.extend_low_i8x16_s (local.get $l1)) (i16x8.extend_high_i8x16_s (local.get $l1)))
           (local.set $p (i32.add (local.get $p) (i32.const 12)))
@@ -3030,13 +3035,12 @@
         (return)))
     ;; 2-bit and ternary: 16 bytes = two blocks; crumb t of byte j = column 4j + t (bytes 0..7: the
     ;; first block, 8..15: the second; an odd last block writes one block past, into the slack)
-    (local.set $three (i8x16.splat (i32.const 3)))
     (loop $pairs
       (local.set $w (v128.load (local.get $p)))
-      (local.set $l0 (i8x16.swizzle (local.get $tbl) (v128.and (local.get $w) (local.get $three))))
-      (local.set $l1 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 2)) (local.get $three))))
-      (local.set $l2 (i8x16.swizzle (local.get $tbl) (v128.and (i8x16.shr_u (local.get $w) (i32.const 4)) (local.get $three))))
-      (local.set $l3 (i8x16.swizzle (local.get $tbl) (i8x16.shr_u (local.get $w) (i32.const 6))))
+      (local.set $l0 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 0)))
+      (local.set $l1 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 2)))
+      (local.set $l2 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 4)))
+      (local.set $l3 (call $crumbs (local.get $w) (local.get $tbl) (i32.const 6)))
       (call $store4 (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $l0)) (i16x8.extend_low_i8x16_s (local.get $l1))
                                      (i16x8.extend_low_i8x16_s (local.get $l2)) (i16x8.extend_low_i8x16_s (local.get $l3)))
       (call $store4 (i32.add (local.get $dst) (i32.const 64))
