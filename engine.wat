@@ -208,6 +208,9 @@
   (global $CHUNK (export "PREFILL_CHUNK") i32 (i32.const 32)) ;; tokens per chunk of a batched prefill
   (global $FUSED   i32 (i32.const 3392)) ;; 4 x 8 bytes: the products of one fused job, (matrix, output) each
   (global $FUSED_N i32 (i32.const 3424)) ;; how many
+  (global $BFUSED  i32 (i32.const 3440)) ;; 4 x 16 bytes: the products of one batched job: matrix, output field, its base and stride
+  (global $BFUSED_N i32 (i32.const 3504)) ;; how many
+  (global $BFUSED_T i32 (i32.const 3508)) ;; tokens of the chunk
   (global $HEAP_BASE (export "HEAP_BASE") i32 (i32.const 65536))
 
 
@@ -2908,10 +2911,11 @@
       (br_if $a (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
     (i32.store (global.get $P_X) (local.get $px))
     (i32.store (global.get $BPREP_SRC) (i32.const 0))
-    (call $batch_product (call $r_layer (local.get $i) (global.get $L_Q)) (global.get $P_H) (global.get $P_Q) (local.get $n))
-    (call $batch_product (call $r_layer (local.get $i) (global.get $L_K)) (global.get $P_H) (global.get $P_K) (local.get $n))
-    (call $batch_product (call $r_layer (local.get $i) (global.get $L_V)) (global.get $P_H) (global.get $P_V) (local.get $n))
-    (call $batch_product (call $r_layer (local.get $i) (global.get $L_GATE)) (global.get $P_H) (global.get $P_GATE) (local.get $n))
+    (call $bfuse (i32.const 0) (call $r_layer (local.get $i) (global.get $L_Q)) (global.get $P_Q))
+    (call $bfuse (i32.const 1) (call $r_layer (local.get $i) (global.get $L_K)) (global.get $P_K))
+    (call $bfuse (i32.const 2) (call $r_layer (local.get $i) (global.get $L_V)) (global.get $P_V))
+    (call $bfuse (i32.const 3) (call $r_layer (local.get $i) (global.get $L_GATE)) (global.get $P_GATE))
+    (call $batch_products (global.get $P_H) (i32.const 4) (local.get $n))
     (local.set $t (i32.const 0))
     (loop $b
       (call $aim (local.get $t))
@@ -2932,11 +2936,53 @@
       (i32.store (global.get $P_X) (local.get $px))
       (br_if $c (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n)))))
 
+  ;; Sets product k (0..3) of the next batched job: matrix m into the slices of field `out`.
+  (func $bfuse (param $k i32) (param $m i32) (param $out i32)
+    (local $e i32) (local $o i32)
+    (local.set $e (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4))))
+    (local.set $o (call $slice_of (local.get $out)))
+    (i32.store (local.get $e) (local.get $m))
+    (i32.store offset=4 (local.get $e) (local.get $out))
+    (i32.store offset=8 (local.get $e) (i32.load offset=4 (local.get $o)))
+    (i32.store offset=12 (local.get $e) (i32.load offset=8 (local.get $o))))
+
+  ;; The `count` products set by $bfuse, all reading the n tokens' vectors of field `src`, as one job
+  ;; when their layouts agree (q, k, v and gate), else one by one.
+  (func $batch_products (param $src i32) (param $count i32) (param $n i32)
+    (local $k i32) (local $m0 i32) (local $m i32) (local $same i32) (local $rows i32) (local $e i32)
+    (local.set $m0 (i32.load (global.get $BFUSED)))
+    (local.set $same (i32.const 1))
+    (loop $each
+      (local.set $m (i32.load (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4)))))
+      (local.set $rows (i32.add (local.get $rows) (call $d_rows (local.get $m))))
+      (local.set $same (i32.and (local.get $same) (i32.and
+        (i32.and (i32.eq (call $d_cols (local.get $m)) (call $d_cols (local.get $m0)))
+                 (i32.eq (call $d_group (local.get $m)) (call $d_group (local.get $m0))))
+        (i32.eq (call $layout (call $d_kind (local.get $m))) (call $layout (call $d_kind (local.get $m0)))))))
+      (br_if $each (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $count))))
+    (if (i32.eqz (local.get $same))
+      (then  ;; one by one (each writes entry 0, which the loop has already passed)
+        (local.set $k (i32.const 0))
+        (loop $one
+          (local.set $e (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4))))
+          (call $batch_product (i32.load (local.get $e)) (local.get $src) (i32.load offset=4 (local.get $e)) (local.get $n))
+          (br_if $one (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $count))))
+        (return)))
+    (call $batch_prepare (local.get $m0) (local.get $src) (local.get $n))
+    (call $batch_run (local.get $count) (local.get $rows) (local.get $n)))
+
   ;; The product of CQ matrix m with the n tokens' vectors of field `src` into their slices of field
   ;; `out`: the vectors prepared for m's layout (unless they already are), then every row expanded
   ;; once and multiplied with all n, rows split across threads.
   (func $batch_product (param $m i32) (param $src i32) (param $out i32) (param $n i32)
-    (local $s i32) (local $o i32) (local $t i32) (local $rows i32)
+    (call $bfuse (i32.const 0) (local.get $m) (local.get $out))
+    (call $batch_prepare (local.get $m) (local.get $src) (local.get $n))
+    (call $batch_run (i32.const 1) (call $d_rows (local.get $m)) (local.get $n)))
+
+  ;; The n tokens' vectors of field `src` prepared for m's layout into P_BACT / P_BACTS, unless they
+  ;; already are (BPREP_*).
+  (func $batch_prepare (param $m i32) (param $src i32) (param $n i32)
+    (local $s i32) (local $t i32)
     (local.set $s (call $slice_of (local.get $src)))
     (if (i32.or (i32.or (i32.ne (i32.load (global.get $BPREP_SRC)) (local.get $src))
                         (i32.ne (i32.load (global.get $BPREP_KIND)) (call $layout (call $d_kind (local.get $m)))))
@@ -2953,31 +2999,39 @@
         (i32.store (global.get $BPREP_SRC) (local.get $src))
         (i32.store (global.get $BPREP_KIND) (call $layout (call $d_kind (local.get $m))))
         (i32.store (global.get $BPREP_COLS) (call $d_cols (local.get $m)))
-        (i32.store (global.get $BPREP_GROUP) (call $d_group (local.get $m)))))
-    (local.set $o (call $slice_of (local.get $out)))
-    (local.set $rows (call $d_rows (local.get $m)))
-    (i32.store (global.get $ARGS) (local.get $m))
-    (i32.store offset=4 (global.get $ARGS) (i32.load offset=4 (local.get $o)))
-    (i32.store offset=8 (global.get $ARGS) (i32.load offset=8 (local.get $o)))
-    (i32.store offset=12 (global.get $ARGS) (local.get $n))
+        (i32.store (global.get $BPREP_GROUP) (call $d_group (local.get $m))))))
+
+  ;; Runs the `count` products of BFUSED (rows in all) for n tokens: one job, rows split across threads.
+  (func $batch_run (param $count i32) (param $rows i32) (param $n i32)
+    (i32.store (global.get $BFUSED_N) (local.get $count))
+    (i32.store (global.get $BFUSED_T) (local.get $n))
     (if (i32.and (i32.ge_u (local.get $rows) (i32.const 16)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
       (then (call $run_job (i32.const 2) (local.get $rows) (call $chunk_for (local.get $rows) (i32.const 2))))
-      (else (call $batch_rows (i32.const 0) (local.get $rows) (i32.const 0)))))
+      (else (call $job_batch (i32.const 0) (local.get $rows) (i32.const 0)))))
 
-  ;; Job 2: rows [b, e) of the batched product described by ARGS (+0 matrix, +4 output of token 0,
-  ;; +8 bytes between two tokens' outputs, +12 tokens), with thread slot `slot`'s row scratch.
+  ;; Job 2: rows [b, e) of the batched products of BFUSED, counted through them in order, with thread
+  ;; slot `slot`'s row scratch.
   (func $job_batch (param $b i32) (param $e i32) (param $slot i32)
-    (call $batch_rows (local.get $b) (local.get $e) (local.get $slot)))
+    (local $k i32) (local $start i32) (local $end i32) (local $lo i32) (local $hi i32) (local $f i32)
+    (loop $each
+      (local.set $f (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4))))
+      (local.set $end (i32.add (local.get $start) (call $d_rows (i32.load (local.get $f)))))
+      (local.set $lo (select (local.get $b) (local.get $start) (i32.gt_u (local.get $b) (local.get $start))))
+      (local.set $hi (select (local.get $e) (local.get $end) (i32.lt_u (local.get $e) (local.get $end))))
+      (if (i32.lt_u (local.get $lo) (local.get $hi))
+        (then (call $batch_rows (i32.load (local.get $f)) (i32.load offset=8 (local.get $f)) (i32.load offset=12 (local.get $f))
+                (i32.sub (local.get $lo) (local.get $start)) (i32.sub (local.get $hi) (local.get $start)) (local.get $slot))))
+      (local.set $start (local.get $end))
+      (br_if $each (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load (global.get $BFUSED_N))))))
 
-  ;; Rows [b, e) of the batched product of ARGS: each packed row expanded once to int16 levels in the
-  ;; kernel's column order, then its dot with four tokens at a time ($batch_dot4), x the level scale.
-  (func $batch_rows (param $b i32) (param $e i32) (param $slot i32)
-    (local $m i32) (local $n i32) (local $kind i32) (local $nb i32) (local $bpg i32) (local $tbl v128)
-    (local $cs v128) (local $scr i32) (local $t i32) (local $acc v128) (local $at i32) (local $os i32)
+  ;; Rows [b, e) of matrix m times the BFUSED_T prepared tokens, into out (token t's at out + t os):
+  ;; each packed row expanded once to int16 levels in the kernel's column order, then its dot with
+  ;; four tokens at a time ($batch_dot4), x the level scale.
+  (func $batch_rows (param $m i32) (param $out i32) (param $os i32) (param $b i32) (param $e i32) (param $slot i32)
+    (local $n i32) (local $kind i32) (local $nb i32) (local $bpg i32) (local $tbl v128)
+    (local $cs v128) (local $scr i32) (local $t i32) (local $acc v128) (local $at i32)
     (local $left i32) (local $astride i32)
-    (local.set $m (i32.load (global.get $ARGS)))
-    (local.set $os (i32.load offset=8 (global.get $ARGS)))
-    (local.set $n (i32.load offset=12 (global.get $ARGS)))
+    (local.set $n (i32.load (global.get $BFUSED_T)))
     (local.set $kind (call $d_kind (local.get $m)))
     (local.set $nb (i32.shr_u (call $d_pad (local.get $m)) (i32.const 5)))
     (local.set $bpg (i32.shr_u (call $d_group (local.get $m)) (i32.const 5)))
@@ -2996,7 +3050,7 @@
           (local.get $nb) (local.get $bpg)
           (i32.add (i32.load (global.get $P_BACT)) (i32.mul (local.get $t) (local.get $astride))) (local.get $astride)
           (i32.add (i32.load (global.get $P_BACTS)) (i32.shl (local.get $t) (i32.const 2))))))
-        (local.set $at (i32.add (i32.add (i32.load offset=4 (global.get $ARGS)) (i32.mul (local.get $t) (local.get $os))) (i32.shl (local.get $b) (i32.const 2))))
+        (local.set $at (i32.add (i32.add (local.get $out) (i32.mul (local.get $t) (local.get $os))) (i32.shl (local.get $b) (i32.const 2))))
         (local.set $left (i32.sub (local.get $n) (local.get $t)))
         (f32.store (local.get $at) (f32x4.extract_lane 0 (local.get $acc)))
         (if (i32.gt_u (local.get $left) (i32.const 1)) (then (f32.store (i32.add (local.get $at) (local.get $os)) (f32x4.extract_lane 1 (local.get $acc)))))
