@@ -15,7 +15,8 @@ using namespace session_test;
 
 namespace {
 
-const std::string kTools =
+// The session tools with a bound on the location (maxLength 20), which the C API tests exercise.
+const std::string kBoundedTools =
     R"([{"name":"get_weather","description":"Current weather","parameters":{"type":"object","properties":)"
     R"({"location":{"type":"string","maxLength":20},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]}},)"
     R"({"name":"set_timer","description":"Start a timer","parameters":{"type":"object","properties":)"
@@ -165,10 +166,10 @@ std::string complete(const Api& api, needle_tc_model* m, const std::string& json
 
 const std::vector<std::string>& requests() {
   static const std::vector<std::string> r = {
-      R"({"tools":)" + kTools + R"(,"request":"What's the weather in Paris?","temperature":1,"seed":3})",
-      R"({"tools":)" + kTools + R"(,"request":"Set a timer for 5 minutes","temperature":1,"seed":"77","max_tokens":40})",
-      R"({"tools":)" + kTools + R"(,"request":"timer","system":"date: 2026-11-30","temperature":0.7,"top_k":20,"seed":9,"repeat_penalty":1.3})",
-      R"({"tools":)" + kTools + R"(,"request":"hello","constrain":false,"max_tokens":24,"temperature":1,"seed":1})",
+      R"({"tools":)" + kBoundedTools + R"(,"request":"What's the weather in Paris?","temperature":1,"seed":3})",
+      R"({"tools":)" + kBoundedTools + R"(,"request":"Set a timer for 5 minutes","temperature":1,"seed":"77","max_tokens":40})",
+      R"({"tools":)" + kBoundedTools + R"(,"request":"timer","system":"date: 2026-11-30","temperature":0.7,"top_k":20,"seed":9,"repeat_penalty":1.3})",
+      R"({"tools":)" + kBoundedTools + R"(,"request":"hello","constrain":false,"max_tokens":24,"temperature":1,"seed":1})",
   };
   return r;
 }
@@ -231,7 +232,7 @@ TEST_CASE("C API: with snapshots the prefix is reused as in the C++ session, wit
     // [0]'s prefix: reused.
     std::vector<std::string> sequence;
     for (int round = 0; round < 2; ++round) sequence.insert(sequence.end(), requests().begin(), requests().end());
-    sequence.push_back(R"({"tools":)" + kTools + R"(,"request":"a timer","temperature":0.9,"seed":5,"repeat_penalty":1.5})");
+    sequence.push_back(R"({"tools":)" + kBoundedTools + R"(,"request":"a timer","temperature":0.9,"seed":5,"repeat_penalty":1.5})");
     std::vector<uint32_t> reused;
     for (const std::string& json : sequence) {
       INFO(json);
@@ -278,7 +279,7 @@ TEST_CASE("C API: refusals and failures come back as statuses and messages", "[s
   CHECK(status == NEEDLE_TC_REFUSED);
   std::string longRequest = "weather";
   for (int i = 0; i < 2500; ++i) longRequest += " in Paris";
-  const std::string tooLong = errorOf(complete(api, m, R"({"tools":)" + kTools + R"(,"request":")" + longRequest + "\"}", b, &status));
+  const std::string tooLong = errorOf(complete(api, m, R"({"tools":)" + kBoundedTools + R"(,"request":")" + longRequest + "\"}", b, &status));
   CHECK(status == NEEDLE_TC_REFUSED);
   CHECK(tooLong.find("tokens; this model's context holds 2048") != std::string::npos);
   CHECK(h.resets == 0);  // nothing reached the model
@@ -320,7 +321,7 @@ TEST_CASE("C API: model handles and check_tools and alloc and free", "[session][
   REQUIRE(take(error) == "model: heads 4 has bits other than 1 (contrastive) and 2 (confidence)");
   REQUIRE(needle_tc_model_new(nullptr, 0, 8192, 2048, 0, nullptr) == nullptr);  // no error wanted
 
-  REQUIRE(take(needle_tc_check_tools(kTools.c_str())) == "");
+  REQUIRE(take(needle_tc_check_tools(kBoundedTools.c_str())) == "");
   REQUIRE(take(needle_tc_check_tools("[]")) == "");
   REQUIRE(take(needle_tc_check_tools("[{\"name\":\"a\"},\n {\"name\" \"b\"}]")) ==
           "tools JSON at line 2, column 10: expected ':' after a member name");

@@ -21,6 +21,13 @@ namespace session_test {
 inline const std::string kModelsDir = NEEDLE_MODELS_DIR;
 inline const std::string kBinDir = NEEDLE_BIN_DIR;
 
+// Two tools of the session tests: a weather tool (a string, an enum) and a timer (a bounded integer).
+inline const std::string kTools =
+    R"([{"name":"get_weather","description":"Current weather","parameters":{"type":"object","properties":)"
+    R"({"location":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]}},)"
+    R"({"name":"set_timer","description":"Start a timer","parameters":{"type":"object","properties":)"
+    R"({"minutes":{"type":"integer","minimum":1,"maximum":120}},"required":["minutes"]}}])";
+
 // An archive read once per run (the Model points into the bytes, which live as long).
 struct Loaded {
   std::vector<uint8_t> bytes;

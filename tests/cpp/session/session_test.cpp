@@ -15,12 +15,6 @@ using namespace session_test;
 
 namespace {
 
-const std::string kTools =
-    R"([{"name":"get_weather","description":"Current weather","parameters":{"type":"object","properties":)"
-    R"({"location":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["location"]}},)"
-    R"({"name":"set_timer","description":"Start a timer","parameters":{"type":"object","properties":)"
-    R"({"minutes":{"type":"integer","minimum":1,"maximum":120}},"required":["minutes"]}}])";
-
 // Counts what reaches the model: resets (with their sinks) and fed positions.
 struct CountingBackend : RecordingBackend {
   using RecordingBackend::RecordingBackend;
