@@ -161,9 +161,9 @@ async function toolcallRequest(engine, opts) {
 async function runToolcall(engine, opts) {
   const request = await toolcallRequest(engine, opts);
   const onText = opts.stream ? ({ text }) => process.stderr.write(text) : null;
-  const envelope = await engine.complete(request, { onText });
+  const envelope = await engine.complete(request, { onText, envelopeText: true });
   if (opts.stream) process.stderr.write('\n');
-  console.log(JSON.stringify(envelope));
+  console.log(envelope);
   return 0;
 }
 
@@ -176,14 +176,14 @@ async function runBatch(engine, opts) {
     if (/^[ \t\r]*$/.test(lines[i])) continue;
     let envelope;
     try {
-      envelope = await engine.complete(lines[i]);
+      envelope = await engine.complete(lines[i], { envelopeText: true });
     } catch (e) {
       if (!(e instanceof ToolcallError)) throw e;
-      envelope = e.envelope;
+      envelope = e.envelopeText;
       console.error(`needle-wasm: ${opts.batch} line ${i + 1}: ${e.message}`);
       status = 1;
     }
-    process.stdout.write(`${JSON.stringify(envelope)}\n`);
+    process.stdout.write(`${envelope}\n`);
   }
   return status;
 }

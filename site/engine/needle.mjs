@@ -77,12 +77,13 @@ export async function loadToolcall(source) {
 
 // A refused or failed tool-call request: `status` 'refused' (bad request, tools, history, a prompt
 // that does not fit: nothing ran) or 'failed' (the engine failed during the request); `envelope` is
-// the envelope, with every key, success false and the message in error.
+// the envelope, with every key, success false and the message in error; `envelopeText` its JSON text.
 export class ToolcallError extends Error {
-  constructor(status, envelope) {
+  constructor(status, envelope, envelopeText = JSON.stringify(envelope)) {
     super(envelope.error);
     this.status = status;
     this.envelope = envelope;
+    this.envelopeText = envelopeText;
   }
 }
 
@@ -311,16 +312,18 @@ export class NeedleEngine {
   // token, forced})` receives each reply token's text as it is known. A refused request (bad tools
   // JSON, an unsupported keyword, a prompt that does not fit) or an engine failure rejects with
   // ToolcallError; the engine works as before either way. stop() ends the reply after its current
-  // token (the envelope is then that of the reply so far).
-  async complete(request, { onText = null } = {}) {
+  // token (the envelope is then that of the reply so far). With envelopeText it resolves to the
+  // envelope's JSON text exactly as the tool-call module wrote it (a ToolcallError carries it as
+  // envelopeText too): JSON.parse reads 10002.0 as 10002, and a CLI that prints calls keeps the form.
+  async complete(request, { onText = null, envelopeText = false } = {}) {
     // Stop is cleared here, when the request is made, not when the driver starts it: a stop() right
     // after complete() (Stop pressed just after Send) still ends this request.
     Atomics.store(new Int32Array(this.memory.buffer), this.constant('ADDR_STOP') >> 2, 0);
     await this.toolcallReady();
     const r = await this.call('complete', { request, stream: !!onText },
       { onEvent: onText ? (m) => onText({ text: m.text, token: m.token, forced: m.forced }) : null });
-    if (r.status !== 'ok') throw new ToolcallError(r.status, r.envelope);
-    return r.envelope;
+    if (r.status !== 'ok') throw new ToolcallError(r.status, r.envelope, r.text);
+    return envelopeText ? r.text : r.envelope;
   }
 
   // '' when `json` (text) is a valid tool list for the call grammar, else the message ('tools JSON at

@@ -259,8 +259,9 @@ function errorNameOf(code) {
 }
 
 // Runs one tool-call request (an object or its JSON text; docs/toolcall.md, "The request"). Returns
-// {status: 'ok' | 'refused' | 'failed', envelope}: the envelope object, whose error names a backend
-// failure's engine error too.
+// {status: 'ok' | 'refused' | 'failed', envelope, text}: the envelope object, whose error names a
+// backend failure's engine error too, and its JSON text (the module's bytes as written, so that a
+// number keeps the form the model wrote: 10002.0 stays 10002.0).
 function complete({ request, stream = false }, streamId) {
   const model = toolcallModel();
   // (the Stop flag was cleared by NeedleEngine.complete when it posted this request)
@@ -270,8 +271,11 @@ function complete({ request, stream = false }, streamId) {
   const envelope = JSON.parse(r.envelope);
   const c = tc.constants;
   const status = r.status === c.OK ? 'ok' : r.status === c.REFUSED ? 'refused' : 'failed';
-  if (status === 'failed' && backend.state.error) envelope.error = `${envelope.error} (${backend.state.error})`;
-  return { status, envelope };
+  if (status === 'failed' && backend.state.error) {
+    envelope.error = `${envelope.error} (${backend.state.error})`;
+    return { status, envelope, text: JSON.stringify(envelope) };
+  }
+  return { status, envelope, text: r.envelope };
 }
 
 // Runs `ids` from the next position with the engine's prefill (docs/engine.md, "Prefill and
