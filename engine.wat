@@ -19,6 +19,9 @@
 ;;    the failing record index at ADDR_ERR_RECORD.
 (module
   (import "env" "memory" (memory $mem 1 65536 shared))
+  ;; A clock in milliseconds, the same origin in every thread (the host gives timeOrigin + now()):
+  ;; read only while the job log is on (below), never by the numerics.
+  (import "env" "now" (func $now (result f64)))
 
   ;; Job functions for the thread pool, called with (begin, end) item ranges and the calling thread's
   ;; slot (0: the driver, 1..THREADS-1: the helpers), which indexes per-thread scratch.
@@ -26,7 +29,7 @@
   (type $job_t (func (param i32 i32 i32)))
   (type $row_t (func (param i32 i32 i32 i32 v128) (result f32)))
   (table $jobs 13 funcref)
-  (elem (i32.const 0) $job_matvec $job_attention $job_batch $job_fused)   ;; jobs 0..3
+  (elem (i32.const 0) $job_matvec $job_attention $job_batch $job_fused)   ;; jobs 0..3 (JOB_* below)
   (elem (i32.const 4) $row2 $row3 $row4 $row2)                     ;; row kernel of kind 0..3
   (elem (i32.const 8) $row2q $row3 $row4q $row2q)                   ;; the same for groups of 128k (3-bit: never)
   (elem (i32.const 12) $test_job_fill)                              ;; test-only: the pool's tests (test_pool)
@@ -47,6 +50,11 @@
   (global $STOP  (export "ADDR_STOP")  i32 (i32.const 384))  ;; 1: generate stops after the current token (set by the page)
   (global $HEAP_TOP (export "ADDR_HEAP_TOP") i32 (i32.const 448)) ;; bump allocator: first free byte
   (global $ARGS  (export "ADDR_ARGS")  i32 (i32.const 512))  ;; 16 job arguments (i32 / f32)
+  ;; The job log (docs/engine.md, "Job log"): a record per span, JOBLOG_BYTES each, fields JOBLOG_AT_*
+  (global $P_JOBLOG (export "ADDR_JOBLOG") i32 (i32.const 576)) ;; -> the records being written (0: the log is off)
+  (global $JOBLOG_BUF (export "ADDR_JOBLOG_BUF") i32 (i32.const 580))  ;; -> the log's block (kept for the next joblog_start)
+  (global $JOBLOG_CAP i32 (i32.const 584))  ;; records the block holds
+  (global $JOBLOG_N  i32 (i32.const 640))   ;; records claimed so far (atomic; own line: every thread adds)
   ;; Engine fields
   (global $P_ARCH (export "ADDR_ARCH_PTR") i32 (i32.const 1024)) ;; archive bytes in memory
   (global $ARCH_LEN (export "ADDR_ARCH_LEN") i32 (i32.const 1028)) ;; archive length
@@ -212,6 +220,25 @@
   (global $BFUSED_N i32 (i32.const 3504)) ;; how many
   (global $BFUSED_T i32 (i32.const 3508)) ;; tokens of the chunk
   (global $HEAP_BASE (export "HEAP_BASE") i32 (i32.const 65536))
+  ;; Job functions (indices in $jobs), also the job field of a job-log record
+  (global $JOB_MATVEC    (export "JOB_MATVEC")    i32 (i32.const 0))  ;; rows of one product
+  (global $JOB_ATTENTION (export "JOB_ATTENTION") i32 (i32.const 1))  ;; query heads of one layer
+  (global $JOB_BATCH     (export "JOB_BATCH")     i32 (i32.const 2))  ;; rows of a prefill chunk's products
+  (global $JOB_FUSED     (export "JOB_FUSED")     i32 (i32.const 3))  ;; rows of products that share an input
+  (global $JOB_TEST_FILL i32 (i32.const 12))                          ;; test-only (test_pool)
+  ;; A job-log record: what it spans, and where its fields lie
+  (global $JOBLOG_BYTES (export "JOBLOG_BYTES") i32 (i32.const 32))
+  (global $JL_KIND  (export "JOBLOG_AT_KIND")  i32 (i32.const 0))   ;; u8: JOBLOG_KIND_*
+  (global $JL_JOB   (export "JOBLOG_AT_JOB")   i32 (i32.const 1))   ;; u8: JOB_* (chunk and job records)
+  (global $JL_SLOT  (export "JOBLOG_AT_SLOT")  i32 (i32.const 2))   ;; u16: thread slot (0: the driver)
+  (global $JL_ITEMS (export "JOBLOG_AT_ITEMS") i32 (i32.const 4))   ;; u32: items (rows, heads; prefill: ids)
+  (global $JL_START (export "JOBLOG_AT_START") i32 (i32.const 8))   ;; f64: start, ms (the host's clock)
+  (global $JL_END   (export "JOBLOG_AT_END")   i32 (i32.const 16))  ;; f64: end, ms
+  (global $JL_POS   (export "JOBLOG_AT_POS")   i32 (i32.const 24))  ;; u32: the session position at the end
+  (global $JOBLOG_CHUNK   (export "JOBLOG_KIND_CHUNK")   i32 (i32.const 0)) ;; a thread ran items of a job
+  (global $JOBLOG_JOB     (export "JOBLOG_KIND_JOB")     i32 (i32.const 1)) ;; the driver, from publishing a job to its last item
+  (global $JOBLOG_STEP    (export "JOBLOG_KIND_STEP")    i32 (i32.const 2)) ;; one step
+  (global $JOBLOG_PREFILL (export "JOBLOG_KIND_PREFILL") i32 (i32.const 3)) ;; one prefill call
 
 
 
@@ -587,7 +614,7 @@
   ;; still holds an older generation, can never take an item of a newer job; the job's fields it read
   ;; between the load and a successful swap are the job's own (they change only after the job ends).
   (func $work (param $g i32) (param $slot i32)
-    (local $v i64) (local $i i32) (local $count i32) (local $end i32) (local $fn i32)
+    (local $v i64) (local $i i32) (local $count i32) (local $end i32) (local $fn i32) (local $t0 f64)
     (loop $claim
       (local.set $v (i64.atomic.load (global.get $NEXT)))
       (if (i32.ne (i32.wrap_i64 (i64.shr_u (local.get $v) (i64.const 32))) (local.get $g)) (then (return)))
@@ -601,7 +628,11 @@
                     (i64.or (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)) (i64.extend_i32_u (local.get $end))))
                   (local.get $v))
         (then (br $claim)))  ;; someone else claimed first: look again
+      (if (i32.load (global.get $P_JOBLOG)) (then (local.set $t0 (call $now))))
       (call_indirect $jobs (type $job_t) (local.get $i) (local.get $end) (local.get $slot) (local.get $fn))
+      (if (i32.load (global.get $P_JOBLOG))
+        (then (call $log_span (global.get $JOBLOG_CHUNK) (local.get $fn) (local.get $slot)
+                              (i32.sub (local.get $end) (local.get $i)) (local.get $t0))))
       ;; the thread that completes the last item wakes the driver
       (if (i32.eq (i32.add (i32.atomic.rmw.add (global.get $DONE) (i32.sub (local.get $end) (local.get $i)))
                            (i32.sub (local.get $end) (local.get $i)))
@@ -637,7 +668,8 @@
   ;; (up to THREADS - 1) and returns when every item is done. The order of the stores matters: NEXT
   ;; is closed (this generation, no item left) before the job's fields change, opened after.
   (func $run_job (param $fn i32) (param $count i32) (param $chunk i32)
-    (local $g i32) (local $v i32) (local $spin i32)
+    (local $g i32) (local $v i32) (local $spin i32) (local $t0 f64)
+    (if (i32.load (global.get $P_JOBLOG)) (then (local.set $t0 (call $now))))
     (if (i32.eqz (local.get $chunk)) (then (local.set $chunk (i32.const 1))))
     (local.set $g (i32.add (i32.atomic.load (global.get $GEN)) (i32.const 1)))
     (i64.atomic.store (global.get $NEXT) (i64.or (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)) (i64.const 0xffffffff)))
@@ -657,7 +689,44 @@
           (local.set $spin (i32.add (local.get $spin) (i32.const 1)))
           (if (i32.gt_u (local.get $spin) (i32.load (global.get $SPIN)))
             (then (call $wait32 (global.get $DONE) (local.get $v))))
-          (br $wait)))))
+          (br $wait))))
+    (if (i32.load (global.get $P_JOBLOG))
+      (then (call $log_span (global.get $JOBLOG_JOB) (local.get $fn) (i32.const 0) (local.get $count) (local.get $t0)))))
+
+  ;; Job log: appends a record of kind `kind` that started at t0 and ends now (dropped when the
+  ;; log is full; JOBLOG_N keeps counting, so the host sees how many were lost).
+  (func $log_span (param $kind i32) (param $fn i32) (param $slot i32) (param $items i32) (param $t0 f64)
+    (local $n i32) (local $r i32)
+    (local.set $n (i32.atomic.rmw.add (global.get $JOBLOG_N) (i32.const 1)))
+    (if (i32.ge_u (local.get $n) (i32.load (global.get $JOBLOG_CAP))) (then (return)))
+    (local.set $r (i32.add (i32.load (global.get $P_JOBLOG)) (i32.mul (local.get $n) (global.get $JOBLOG_BYTES))))
+    (i32.store8 (i32.add (local.get $r) (global.get $JL_KIND)) (local.get $kind))
+    (i32.store8 (i32.add (local.get $r) (global.get $JL_JOB)) (local.get $fn))
+    (i32.store16 (i32.add (local.get $r) (global.get $JL_SLOT)) (local.get $slot))
+    (i32.store (i32.add (local.get $r) (global.get $JL_ITEMS)) (local.get $items))
+    (f64.store (i32.add (local.get $r) (global.get $JL_START)) (local.get $t0))
+    (f64.store (i32.add (local.get $r) (global.get $JL_END)) (call $now))
+    (i32.store (i32.add (local.get $r) (global.get $JL_POS)) (i32.load (global.get $POS))))
+
+  ;; Turns the job log on for up to `cap` records (the block is kept and reused while it is big
+  ;; enough); returns the records' address, or 0 when memory cannot grow. Between steps only.
+  (func (export "joblog_start") (param $cap i32) (result i32)
+    (if (i32.lt_u (i32.load (global.get $JOBLOG_CAP)) (local.get $cap))
+      (then
+        (if (i32.eqz (call $buf (global.get $JOBLOG_BUF) (i32.mul (local.get $cap) (global.get $JOBLOG_BYTES))))
+          (then (i32.store (global.get $JOBLOG_CAP) (i32.const 0)) (return (i32.const 0))))
+        (i32.store (global.get $JOBLOG_CAP) (local.get $cap))))
+    (i32.atomic.store (global.get $JOBLOG_N) (i32.const 0))
+    (i32.atomic.store (global.get $P_JOBLOG) (i32.load (global.get $JOBLOG_BUF)))
+    (i32.load (global.get $JOBLOG_BUF)))
+
+  ;; Turns the job log off; returns the records written since joblog_start (at the address it gave),
+  ;; or -1 when some were dropped because the log was full.
+  (func (export "joblog_stop") (result i32)
+    (i32.atomic.store (global.get $P_JOBLOG) (i32.const 0))
+    (if (result i32) (i32.gt_u (i32.atomic.load (global.get $JOBLOG_N)) (i32.load (global.get $JOBLOG_CAP)))
+      (then (i32.const -1))
+      (else (i32.atomic.load (global.get $JOBLOG_N)))))
 
   ;; Splits `count` items into chunks so that each thread gets a few (at least `min` items per chunk).
   (func $chunk_for (param $count i32) (param $min i32) (result i32)
@@ -701,7 +770,7 @@
     (loop $l
       (if (i32.lt_u (local.get $r) (local.get $rounds))
         (then
-          (call $run_job (i32.const 12) (local.get $count) (local.get $chunk))
+          (call $run_job (global.get $JOB_TEST_FILL) (local.get $count) (local.get $chunk))
           (local.set $r (i32.add (local.get $r) (i32.const 1)))
           (br $l))))
     (i32.load offset=4 (global.get $ARGS)))
@@ -717,6 +786,7 @@
     (local $p i32)
     (call $heap_reset)
     (call $init)
+    (call $zero (global.get $P_JOBLOG) (i32.const 128))  ;; the job log (its block was in the old heap)
     (call $zero (i32.const 1024) (i32.const 1024))   ;; engine fields and geometry
     (call $zero (i32.const 2304) (i32.const 256))    ;; tokenizer fields
     (local.set $p (call $alloc (i32.add (local.get $len) (i32.const 64))))
@@ -1915,7 +1985,7 @@
       (local.set $b (i32.add (local.get $b) (i32.const 1)))
       (br $rows))))
 
-  ;; Job 0: rows [b, e) of the product described by ARGS: +0 matrix, +4 output, +8 first row.
+  ;; JOB_MATVEC: rows [b, e) of the product described by ARGS: +0 matrix, +4 output, +8 first row.
   (func $job_matvec (param $b i32) (param $e i32) (param $slot i32)
     (call $mv_rows (i32.load (global.get $ARGS)) (i32.load offset=8 (global.get $ARGS))
       (local.get $b) (local.get $e) (i32.load offset=4 (global.get $ARGS))))
@@ -1934,7 +2004,7 @@
         (i32.store (global.get $ARGS) (local.get $m))
         (i32.store offset=4 (global.get $ARGS) (local.get $out))
         (i32.store offset=8 (global.get $ARGS) (local.get $rowBegin))
-        (call $run_job (i32.const 0) (local.get $n) (call $chunk_for (local.get $n) (i32.const 16))))
+        (call $run_job (global.get $JOB_MATVEC) (local.get $n) (call $chunk_for (local.get $n) (i32.const 16))))
       (else (call $mv_rows (local.get $m) (local.get $rowBegin) (i32.const 0) (local.get $n) (local.get $out)))))
 
   ;; Sets product k (0..3) of the next fused job: all the rows of matrix m into out.
@@ -1971,9 +2041,9 @@
                 (i32.ne (i32.load (global.get $PREP_KIND)) (call $layout (call $d_kind (local.get $m0)))))
       (then (call $prepare (local.get $m0) (i32.load (global.get $P_PREP_SRC)))))
     (i32.store (global.get $FUSED_N) (local.get $n))
-    (call $run_job (i32.const 3) (local.get $total) (call $chunk_for (local.get $total) (i32.const 16))))
+    (call $run_job (global.get $JOB_FUSED) (local.get $total) (call $chunk_for (local.get $total) (i32.const 16))))
 
-  ;; Job 3: rows [b, e) of the fused products, counted through them in order.
+  ;; JOB_FUSED: rows [b, e) of the fused products, counted through them in order.
   (func $job_fused (param $b i32) (param $e i32) (param $slot i32)
     (local $k i32) (local $start i32) (local $m i32) (local $lo i32) (local $hi i32) (local $end i32)
     (loop $each
@@ -2439,7 +2509,7 @@
       (br_if $kvh (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (local.get $KV))))
     (call $key_range (local.get $i) (local.get $p))
     (if (i32.and (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)) (i32.gt_u (local.get $H) (i32.const 1)))
-      (then (call $run_job (i32.const 1) (local.get $H) (i32.const 1)))
+      (then (call $run_job (global.get $JOB_ATTENTION) (local.get $H) (i32.const 1)))
       (else (call $job_attention (i32.const 0) (local.get $H) (i32.const 0))))
     (loop $gate
       (local.set $g (i32.add (i32.load (global.get $P_O)) (i32.shl (local.get $c) (i32.const 2))))
@@ -2476,7 +2546,7 @@
     (i32.store offset=8 (global.get $ARGS) (local.get $wb))
     (i32.store offset=12 (global.get $ARGS) (i32.add (local.get $sinkEnd) (i32.sub (local.get $end) (local.get $wb)))))
 
-  ;; Job 1: attention of query heads [b, e) (ARGS: +0 layer, +4 sinkEnd, +8 windowBegin, +12 keys).
+  ;; JOB_ATTENTION: attention of query heads [b, e) (ARGS: +0 layer, +4 sinkEnd, +8 windowBegin, +12 keys).
   (func $job_attention (param $b i32) (param $e i32) (param $slot i32)
     (loop $heads
       (if (i32.lt_u (local.get $b) (local.get $e))
@@ -2681,6 +2751,8 @@
   ;; are at *ADDR_LOGITS. 0, or ERR_NOT_LOADED / ERR_TOKEN / ERR_FULL (state unchanged) / ERR_MEMORY.
   (func $step (export "step") (param $tok i32) (param $want i32) (result i32)
     (local $p i32) (local $d i32) (local $ld i32) (local $k i32) (local $at i32) (local $i i32) (local $r i32)
+    (local $t0 f64)
+    (if (i32.load (global.get $P_JOBLOG)) (then (local.set $t0 (call $now))))
     (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
     (if (i32.eqz (i32.load (global.get $KV_CAP)))
       (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
@@ -2712,6 +2784,8 @@
     (i32.store (global.get $POS) (i32.add (local.get $p) (i32.const 1)))
     (if (local.get $want) (then (call $output)))
     (i32.atomic.store (global.get $IDLE) (i32.const 1))
+    (if (i32.load (global.get $P_JOBLOG))
+      (then (call $log_span (global.get $JOBLOG_STEP) (i32.const 0) (i32.const 0) (i32.const 1) (local.get $t0))))
     (i32.const 0))
 
   ;; ------------------------------------------------------------------------------------------
@@ -2740,7 +2814,8 @@
   ;; chunk (one step at a time while the parity trace is on). 0, or ERR_NOT_LOADED / ERR_TOKEN /
   ;; ERR_FULL / ERR_MEMORY, all checked before any work (the session is then unchanged).
   (func $prefill (export "prefill") (param $ids i32) (param $n i32) (param $want i32) (result i32)
-    (local $i i32) (local $r i32) (local $m i32)
+    (local $i i32) (local $r i32) (local $m i32) (local $t0 f64)
+    (if (i32.load (global.get $P_JOBLOG)) (then (local.set $t0 (call $now))))
     (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
     (if (i32.eqz (i32.load (global.get $KV_CAP)))
       (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
@@ -2765,6 +2840,8 @@
       (local.set $i (i32.add (local.get $i) (local.get $m)))
       (br $chunks)))
     (i32.atomic.store (global.get $IDLE) (i32.const 1))
+    (if (i32.load (global.get $P_JOBLOG))
+      (then (call $log_span (global.get $JOBLOG_PREFILL) (i32.const 0) (i32.const 0) (local.get $n) (local.get $t0))))
     (i32.const 0))
 
   ;; Makes the batch blocks on the first prefill after a load (the per-token slices of BSLICES, the
@@ -3006,10 +3083,10 @@
     (i32.store (global.get $BFUSED_N) (local.get $count))
     (i32.store (global.get $BFUSED_T) (local.get $n))
     (if (i32.and (i32.ge_u (local.get $rows) (i32.const 16)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
-      (then (call $run_job (i32.const 2) (local.get $rows) (call $chunk_for (local.get $rows) (i32.const 2))))
+      (then (call $run_job (global.get $JOB_BATCH) (local.get $rows) (call $chunk_for (local.get $rows) (i32.const 2))))
       (else (call $job_batch (i32.const 0) (local.get $rows) (i32.const 0)))))
 
-  ;; Job 2: rows [b, e) of the batched products of BFUSED, counted through them in order, with thread
+  ;; JOB_BATCH: rows [b, e) of the batched products of BFUSED, counted through them in order, with thread
   ;; slot `slot`'s row scratch.
   (func $job_batch (param $b i32) (param $e i32) (param $slot i32)
     (local $k i32) (local $start i32) (local $end i32) (local $lo i32) (local $hi i32) (local $f i32)

@@ -10,12 +10,13 @@
 // the envelope (docs/toolcall.md, "The envelope").
 import fs from 'node:fs';
 
+import { formatJobLog, summarizeJobLog } from '../site/engine/joblog.mjs';
 import { createEngine, ToolcallError } from '../site/engine/needle.mjs';
 
 const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT | --ids "2 4 ...")
        [--generate N] [--threads T] [--seed S] [--sink N] [--logits-out FILE] [--prefill batched|steps]
        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-window N]
-       [--wasm FILE]
+       [--trace] [--wasm FILE]
    or: node tools/needle-wasm.mjs --archive FILE --tools TOOLS.json [--prompt REQUEST] [--system TEXT]
        [--history FILE] [--max-tokens N] [--no-constrain] [--no-heads] [--stream] [--threads T]
        [--seed S] [sampling options] [--wasm FILE] [--toolcall FILE]
@@ -34,6 +35,9 @@ const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT |
   --prefill MODE      the prompt through the engine's batched prefill (batched, the default) or one
                       step per id (steps); the same state and logits either way
   sampling            greedy (argmax, lowest id on ties) unless --temperature > 0
+  --trace             the engine's job log (docs/engine.md, "Job log") on stderr after the run: per
+                      kind of job, how many ran per step and per prefill, their wall time and each
+                      thread's busy time, and the time the driver spends outside jobs
   --wasm FILE         engine.wasm (default build/engine.wasm)
 
 Tool calls (the same session and flags as needle-run; the same request and seed give the same
@@ -57,9 +61,10 @@ Exit status: 0 done (with --tools: the envelope's "success" says whether the rep
 1 error (bad archive, bad token, malformed tools JSON, an unsupported schema keyword, a prompt that
 does not fit the context; with --batch: some line was refused or failed), 2 usage error.`;
 
-const FLAGS = ['no-constrain', 'no-heads', 'stream'];
-const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out', 'prefill'];
-const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'batch', 'toolcall', ...FLAGS];
+const TOOLCALL_FLAGS = ['no-constrain', 'no-heads', 'stream'];
+const FLAGS = [...TOOLCALL_FLAGS, 'trace'];
+const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out', 'prefill', 'trace'];
+const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'batch', 'toolcall', ...TOOLCALL_FLAGS];
 
 function parseArgs(argv) {
   const opts = {};
@@ -71,7 +76,7 @@ function parseArgs(argv) {
     opts[a.slice(2)] = argv[++i];
   }
   const known = ['archive', 'prompt', 'ids', 'generate', 'threads', 'seed', 'sink', 'logits-out', 'prefill', 'temperature',
-    'top-k', 'top-p', 'min-p', 'repeat-penalty', 'repeat-window', 'wasm', ...TOOLCALL_OPTIONS];
+    'top-k', 'top-p', 'min-p', 'repeat-penalty', 'repeat-window', 'wasm', 'trace', ...TOOLCALL_OPTIONS];
   for (const k of Object.keys(opts)) if (!known.includes(k)) throw new UsageError(`unknown option --${k}`);
   if (!opts.archive) throw new UsageError('--archive is required');
   if (opts.tools !== undefined || opts.batch !== undefined) {
@@ -229,12 +234,18 @@ async function main() {
       ids = opts.ids.split(/[\s,]+/).filter((s) => s !== '').map((s) => uint(s, '--ids'));
       if (ids.length === 0) throw new UsageError('--ids needs at least one token id');
     }
+    if (opts.trace) await engine.jobLogStart();
     const r = await engine.generate(ids, { maxTokens: generate, sampler, seed: BigInt.asUintN(64, seed),
                                            wantRows: !!opts['logits-out'], prefill: opts.prefill ?? 'batched' });
     if (opts['logits-out']) {
       const out = fs.openSync(opts['logits-out'], 'w');
       for (const row of r.rows) fs.writeSync(out, new Uint8Array(row.buffer, row.byteOffset, row.byteLength));
       fs.closeSync(out);
+    }
+    if (opts.trace) {
+      const records = await engine.jobLogStop();
+      for (const span of ['prefill', 'step'])
+        if (records.some((x) => x.kind === span)) console.error(formatJobLog(summarizeJobLog(records, span)));
     }
     const result = { prompt_ids: ids, generated_ids: r.generated };
     if (engine.tokenizer) result.text = await engine.decode(r.generated);

@@ -21,6 +21,7 @@
 //   const envelope = await engine.complete({ tools, request: 'Weather in Paris?' }, { onText });
 //   await engine.checkTools(toolsJsonText);    // '' or the message, with line and column
 
+import { engineImports } from './imports.mjs';
 import { loadToolcallModule } from './toolcall-module.mjs';
 
 const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
@@ -257,6 +258,12 @@ export class NeedleEngine {
   // keeps the session as it is now, snapshotRestore() makes it the session again (steps after it give
   // exactly what the saved session's next steps gave; EngineError ERR_NO_SNAPSHOT without one);
   // both return the snapshot's position. snapshotPosition(): that position, or -1.
+  // The job log (docs/engine.md, "Job log"): jobLogStart({capacity}) before a run, jobLogStop()
+  // after it resolves to the records ({kind, job, slot, items, start, end, pos}); joblog.mjs reads
+  // them as a table. It rejects when the log filled up before the stop.
+  async jobLogStart({ capacity = 1 << 18 } = {}) { return this.call('jobLogStart', { capacity }); }
+  async jobLogStop() { return this.call('jobLogStop'); }
+
   async snapshotSave() { return this.call('snapshotSave'); }
   async snapshotRestore() { return this.call('snapshotRestore'); }
   async snapshotPosition() { return this.call('snapshotPosition'); }
@@ -358,7 +365,7 @@ export async function createEngine(options = {}) {
   engine.module = await WebAssembly.compile(bytes);
   const maxPages = Math.min(65536, Math.ceil((options.maxMemoryBytes ?? 2 ** 31) / PAGE));
   engine.memory = new WebAssembly.Memory({ initial: 2, maximum: maxPages, shared: true });
-  engine.exports = (await WebAssembly.instantiate(engine.module, { env: { memory: engine.memory } })).exports;
+  engine.exports = (await WebAssembly.instantiate(engine.module, engineImports(engine.memory))).exports;
   engine.driver = await spawnWorker();
   const ready = new Promise((resolve, reject) => {
     engine.driver.onMessage((m) => { if (m.op === 'ready') resolve(); else engine._route(m); });

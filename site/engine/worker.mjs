@@ -9,6 +9,7 @@
 //    (toolcall.wasm, loaded on the first request that needs it), whose session runs with this
 //    engine as its backend (docs/engine.md, "Tool calls").
 // Every number the engine defines (addresses, error codes) is read from the module's exports.
+import { engineImports } from './imports.mjs';
 import { loadToolcallModule } from './toolcall-module.mjs';
 
 const isNode = typeof process === 'object' && !!(process.versions && process.versions.node);
@@ -527,6 +528,35 @@ const ops = {
   generalKernels: ({ on }) => { generalKernels = !!on; return on; },
   // Test entry: blocks the driver for good (the watchdog test's stand-in for a deadlock).
   hang: () => { Atomics.wait(i32(), (ex.ADDR_ARGS.value >> 2) + 15, i32()[(ex.ADDR_ARGS.value >> 2) + 15]); return 0; },
+  // The job log (docs/engine.md, "Job log"): on for up to `capacity` records; off, returning them
+  // decoded ({kind, job, slot, items, start, end, pos}, kinds and jobs by name).
+  jobLogStart: ({ capacity }) => {
+    if (!ex.joblog_start(capacity)) throw new Error(`job log: no memory for ${capacity} records`);
+    return true;
+  },
+  jobLogStop: () => {
+    const n = ex.joblog_stop();
+    if (n < 0) throw new Error('job log: full before the run ended (give a larger capacity)');
+    const names = (prefix) => Object.fromEntries(Object.keys(ex).filter((k) => k.startsWith(prefix))
+      .map((k) => [ex[k].value, k.slice(prefix.length).toLowerCase()]));
+    const kinds = names('JOBLOG_KIND_');
+    const jobs = names('JOB_');
+    const at = (name) => ex[`JOBLOG_AT_${name}`].value;
+    const view = new DataView(memory.buffer);
+    const base = field('ADDR_JOBLOG_BUF');
+    const size = ex.JOBLOG_BYTES.value;
+    const records = [];
+    for (let i = 0; i < n; i++) {
+      const r = base + i * size;
+      records.push({
+        kind: kinds[view.getUint8(r + at('KIND'))], job: jobs[view.getUint8(r + at('JOB'))] ?? null,
+        slot: view.getUint16(r + at('SLOT'), true), items: view.getUint32(r + at('ITEMS'), true),
+        start: view.getFloat64(r + at('START'), true), end: view.getFloat64(r + at('END'), true),
+        pos: view.getUint32(r + at('POS'), true),
+      });
+    }
+    return records;
+  },
   // Tool calls: the module (compiled by the main thread) and the URL of its loader toolcall.mjs.
   toolcallInit: async ({ module, script }) => {
     if (!tc) tc = await loadToolcallModule(module, script);
@@ -542,7 +572,7 @@ const ops = {
 listen(async (msg) => {
   if (msg.op === 'init') {
     memory = msg.memory;
-    const instance = await WebAssembly.instantiate(msg.module, { env: { memory } });
+    const instance = await WebAssembly.instantiate(msg.module, engineImports(memory));
     ex = instance.exports;
     if (msg.role === 'helper') {
       post({ op: 'started' });
