@@ -6,11 +6,16 @@
 //   decode tok/s    a 64-id prompt, then 64 greedy tokens (each fed back): decodeTokens / decodeMs
 //   prefill tok/s   a 256-id prompt and its last logits, batched (the engine's prefill) and one step
 //                   per id (the same positions, no logits before the last)
+//   job log         after the rounds, one more decode of each engine of 2 threads or more with the
+//                   engine's job log on (docs/engine.md, "Job log"): where a step's time goes, per job
+//                   and per thread, written through onLine (not a figure: the log's clock reads cost)
 //
 // measureEngine(createEngine, {wasm, archive, archiveBytes, threads, rounds, onLine}) -> [{threads,
-// decode, prefillBatched, prefillSteps, memoryBytes}]; `archive` is what engine.load takes (a path in
+// decode, prefillBatched, prefillSteps, memoryBytes, jobLog}]; `archive` is what engine.load takes (a path in
 // Node, bytes in the page), `wasm` what createEngine takes; each engine's memory may grow to
 // archiveBytes x 1.3 + 256 MiB (the page's rule).
+
+import { formatJobLog, summarizeJobLog } from '../site/engine/joblog.mjs';
 
 // n ids spread over the vocabulary (below 4: the special tokens), as bench.mjs's prompts.
 export function promptIds(n, vocab, offset = 0) {
@@ -53,6 +58,14 @@ export async function measureEngine(createEngine, { wasm, archive, archiveBytes,
         onLine(`  round ${round}, ${b.threads} thread${b.threads === 1 ? '' : 's'}: decode ${decode.toFixed(1)} tok/s, ` +
           `prefill ${batched.toFixed(1)} tok/s batched, ${steps.toFixed(1)} tok/s one by one`);
       }
+    }
+    for (let k = 0; k < engines.length; k++) {
+      if (threads[k] < 2) continue;
+      await engines[k].reset();
+      await engines[k].jobLogStart();
+      await engines[k].generate(short, { maxTokens: decodeTokens, stopIds: [] });
+      best[k].jobLog = summarizeJobLog(await engines[k].jobLogStop(), 'step');
+      for (const line of formatJobLog(best[k].jobLog).split('\n')) onLine(`  ${line}`);
     }
     return best;
   } finally {
