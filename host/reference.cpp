@@ -306,11 +306,8 @@ struct Reference::State {
   std::vector<uint32_t> history;   // max_seq_len: every token so far, by logical position
   std::vector<float> lanes;        // lanes x d: the mHC residual streams X_k, lane-major
   uint32_t kvSlots = 0;            // physical KV rows per layer and KV head
-  std::vector<int8_t> kq, vq;      // int8 KV: [layer][kv head][slot][head_dim]
-  std::vector<float> kScale, vScale;  // int8 KV: [layer][kv head][slot][head_dim / 32]
-  std::vector<float> kf, vf;       // f32 KV (kvInt8 false): [layer][kv head][slot][head_dim]
   uint32_t ringRows = 0;           // engram: (taps - 1) x dilation + 1 values of v per site
-  std::vector<float> engramRing;   // [site][ring row][d]: raw v_p at row p mod ringRows
+  Memory mem;                      // the KV cache and the engram ring (reference.hpp)
 
   // --- Constants of the model, computed once.
   std::vector<float> ropeFreq;     // head_dim / 2: 1 / theta^(2m / head_dim)
@@ -365,16 +362,16 @@ Reference::Reference(const Model& model, ReferenceOptions options)
                                      uint64_t{options.sink} + g.kv_window, g.max_seq_len));
   const size_t kvValues = checkedMul(checkedMul(uint64_t{L} * KV, s.kvSlots, "KV cache"), hd, "KV cache");
   if (options.kvInt8) {
-    s.kq.assign(kvValues, 0);
-    s.vq.assign(kvValues, 0);
-    s.kScale.assign(kvValues / kKvBlock, 0.0f);
-    s.vScale.assign(kvValues / kKvBlock, 0.0f);
+    s.mem.kq.assign(kvValues, 0);
+    s.mem.vq.assign(kvValues, 0);
+    s.mem.kScale.assign(kvValues / kKvBlock, 0.0f);
+    s.mem.vScale.assign(kvValues / kKvBlock, 0.0f);
   } else {
-    s.kf.assign(kvValues, 0.0f);
-    s.vf.assign(kvValues, 0.0f);
+    s.mem.kf.assign(kvValues, 0.0f);
+    s.mem.vf.assign(kvValues, 0.0f);
   }
   s.ringRows = g.engramRingRows();
-  s.engramRing.assign(static_cast<size_t>(S) * s.ringRows * d, 0.0f);
+  s.mem.engramRing.assign(static_cast<size_t>(S) * s.ringRows * d, 0.0f);
   s.history.assign(g.max_seq_len, 0);
   s.lanes.assign(static_cast<size_t>(lanes) * d, 0.0f);
 
@@ -427,13 +424,19 @@ void Reference::reset() {
   position_ = 0;
   std::fill(s.history.begin(), s.history.end(), 0u);
   std::fill(s.lanes.begin(), s.lanes.end(), 0.0f);
-  std::fill(s.kq.begin(), s.kq.end(), int8_t{0});
-  std::fill(s.vq.begin(), s.vq.end(), int8_t{0});
-  std::fill(s.kScale.begin(), s.kScale.end(), 0.0f);
-  std::fill(s.vScale.begin(), s.vScale.end(), 0.0f);
-  std::fill(s.kf.begin(), s.kf.end(), 0.0f);
-  std::fill(s.vf.begin(), s.vf.end(), 0.0f);
-  std::fill(s.engramRing.begin(), s.engramRing.end(), 0.0f);
+  s.mem.clear();
+}
+
+bool Reference::Memory::sameShape(const Memory& o) const {
+  return kq.size() == o.kq.size() && vq.size() == o.vq.size() && kScale.size() == o.kScale.size() &&
+         vScale.size() == o.vScale.size() && kf.size() == o.kf.size() && vf.size() == o.vf.size() &&
+         engramRing.size() == o.engramRing.size();
+}
+
+void Reference::Memory::clear() {
+  std::fill(kq.begin(), kq.end(), int8_t{0});
+  std::fill(vq.begin(), vq.end(), int8_t{0});
+  for (std::vector<float>* v : {&kScale, &vScale, &kf, &vf, &engramRing}) std::fill(v->begin(), v->end(), 0.0f);
 }
 
 const std::vector<float>& Reference::prefill(std::span<const uint32_t> ids, bool wantLogits) {
@@ -460,13 +463,7 @@ Reference::Snapshot Reference::snapshot() const {
   snap.sink = options_.sink;
   snap.kvInt8 = options_.kvInt8;
   snap.history.assign(s.history.begin(), s.history.begin() + position_);
-  snap.kq = s.kq;
-  snap.vq = s.vq;
-  snap.kScale = s.kScale;
-  snap.vScale = s.vScale;
-  snap.kf = s.kf;
-  snap.vf = s.vf;
-  snap.engramRing = s.engramRing;
+  snap.memory = s.mem;
   return snap;
 }
 
@@ -477,20 +474,12 @@ void Reference::restore(const Snapshot& snap) {
                 (snap.kvInt8 ? " and int8 KV" : " and f32 KV") + ", this session has sink " +
                 str(options_.sink) + (options_.kvInt8 ? " and int8 KV" : " and f32 KV"));
   if (snap.position > model_.geo.max_seq_len || snap.history.size() != snap.position ||
-      snap.kq.size() != s.kq.size() || snap.vq.size() != s.vq.size() || snap.kScale.size() != s.kScale.size() ||
-      snap.vScale.size() != s.vScale.size() || snap.kf.size() != s.kf.size() || snap.vf.size() != s.vf.size() ||
-      snap.engramRing.size() != s.engramRing.size())
+      !snap.memory.sameShape(s.mem))
     throw Error("reference restore: the snapshot is of another geometry");
   position_ = snap.position;
   std::fill(s.history.begin(), s.history.end(), 0u);
   std::copy(snap.history.begin(), snap.history.end(), s.history.begin());
-  s.kq = snap.kq;
-  s.vq = snap.vq;
-  s.kScale = snap.kScale;
-  s.vScale = snap.vScale;
-  s.kf = snap.kf;
-  s.vf = snap.vf;
-  s.engramRing = snap.engramRing;
+  s.mem = snap.memory;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -576,7 +565,7 @@ void Reference::engramKeysAndValues() {
     }
     // 3c. k_p = Wkey e_p, v_p = Wval e_p (one prepared e for both). The raw v_p goes into the ring.
     float* kp = s.engramK.data() + static_cast<size_t>(site) * d;
-    float* ring = s.engramRing.data() + static_cast<size_t>(site) * s.ringRows * d;
+    float* ring = s.mem.engramRing.data() + static_cast<size_t>(site) * s.ringRows * d;
     s.act.prepare(es.key_proj, e);
     s.act.product(es.key_proj, kp);
     s.act.product(es.value_proj, ring + static_cast<size_t>(p % s.ringRows) * d);
@@ -696,9 +685,9 @@ void Reference::attention(uint32_t i) {
   // The KV cache in the session's one mode: store this position's rows, then every query head's
   // scores and softmax, and its weighted values into o.
   if (options_.kvInt8)
-    attendHeads(Int8Kv{s.kq, s.vq, s.kScale, s.vScale, hd}, i);
+    attendHeads(Int8Kv{s.mem.kq, s.mem.vq, s.mem.kScale, s.mem.vScale, hd}, i);
   else
-    attendHeads(F32Kv{s.kf, s.vf, hd}, i);
+    attendHeads(F32Kv{s.mem.kf, s.mem.vf, hd}, i);
 
   // o <- o * sigmoid(Wgate h); a = Wout o.
   for (uint32_t c = 0; c < H * hd; ++c) s.o[c] *= sigmoid(s.gate[c]);

@@ -48,6 +48,18 @@ class Reference {
   // (a token past the vocabulary, a position reaching max_seq_len) come before any position is run.
   const std::vector<float>& prefill(std::span<const uint32_t> ids, bool wantLogits);
 
+  // What a session remembers of its past positions besides their tokens: the KV cache (in the
+  // session's one form, int8 or f32; the other form's vectors stay empty) and the engram ring.
+  struct Memory {
+    std::vector<int8_t> kq, vq;          // int8 KV: [layer][kv head][slot][head_dim]
+    std::vector<float> kScale, vScale;   // int8 KV: [layer][kv head][slot][head_dim / 32]
+    std::vector<float> kf, vf;           // f32 KV (kvInt8 false): [layer][kv head][slot][head_dim]
+    std::vector<float> engramRing;       // [site][ring row][d]: raw v_p at row p mod ringRows
+    // Whether `other` has every vector of the same size (a memory of the same geometry and options).
+    bool sameShape(const Memory& other) const;
+    void clear();                        // every value 0 (the sizes stay)
+  };
+
   // The session at one position: everything step() carries to the next position (token history, KV
   // rows, engram ring). restore() returns to it; the steps after a restore give bit for bit what the
   // uninterrupted session gives. Head pooling is not part of it (HeadPooling is the caller's).
@@ -56,9 +68,7 @@ class Reference {
     uint32_t sink = 0;                 // the options it was taken under (restore checks them)
     bool kvInt8 = true;
     std::vector<uint32_t> history;     // positions [0, position)
-    std::vector<int8_t> kq, vq;        // the KV cache as State holds it
-    std::vector<float> kScale, vScale, kf, vf;
-    std::vector<float> engramRing;
+    Memory memory;
   };
   Snapshot snapshot() const;
   // Error when the snapshot was taken with another sink or KV mode, or of another geometry.
