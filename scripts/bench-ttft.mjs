@@ -12,7 +12,6 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
-import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -107,12 +106,10 @@ export function measureTtft({ archive, needleRun, engineCli, wasm, toolcall, thr
 // engine.complete. Returns {rows, problems, replies} (replies: each thread count's reply ids, JSON),
 // or {error} when Chromium cannot run.
 export async function measureTtftBrowser({ root, archive, wasm, toolcall, threads = [1], pairs = 5 }) {
-  let withBrowser;
-  let browserMissing;
+  let runIsolatedPage;
   try {
-    ({ withBrowser, browserMissing } = await import(pathToFileURL(path.join(root, 'tests', 'node', 'helpers', 'browser.mjs')).href));
+    ({ runIsolatedPage } = await import(pathToFileURL(path.join(root, 'tests', 'node', 'helpers', 'browser.mjs')).href));
   } catch (e) { return { error: `skipped (${e.message})` }; }
-  if (browserMissing) return { error: `skipped (${browserMissing})` };
   const lines = ttftLines(pairs);
   const archiveBytes = fs.statSync(archive).size;
   const page = `<!doctype html><meta charset="utf-8"><script type="module">
@@ -133,39 +130,14 @@ try {
   window.result = { out, agent: navigator.userAgent.match(/Chrom[a-z]*\\/[0-9.]+/)?.[0] ?? navigator.userAgent };
 } catch (e) { window.result = { error: String(e && e.stack || e) }; }
 </script>`;
-  const types = { '.mjs': 'text/javascript', '.wasm': 'application/wasm' };
   const files = { '/model.cact': archive, '/engine.wasm': wasm, '/toolcall.mjs': toolcall,
     '/toolcall.wasm': path.join(path.dirname(toolcall), 'toolcall.wasm') };
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://x');
-    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
-    if (url.pathname === '/') { res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }); res.end(page); return; }
-    const file = files[url.pathname] ?? path.join(root, path.normalize(url.pathname));
-    const allowed = files[url.pathname] || file.startsWith(path.join(root, 'site') + path.sep);
-    if (!allowed || !fs.existsSync(file)) { res.writeHead(404, headers); res.end(); return; }
-    const body = fs.readFileSync(file);
-    res.writeHead(200, { ...headers, 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream', 'Content-Length': body.length });
-    res.end(body);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    const seen = [];
-    const result = await withBrowser(async (context) => {
-      const tab = await context.newPage();
-      tab.on('pageerror', (e) => seen.push(`page error: ${e.message}`));
-      tab.on('crash', () => seen.push('the page crashed'));
-      await tab.goto(`http://127.0.0.1:${server.address().port}/`);
-      await tab.waitForFunction(() => window.result, null, { timeout: 20 * 60 * 1000, polling: 1000 });
-      return tab.evaluate(() => window.result);
-    }).catch((e) => ({ error: `${e.message}${seen.length ? ` (${seen.slice(-3).join('; ')})` : ''}` }));
-    if (result.error) return { error: result.error };
-    const problems = [];
-    const rows = result.out.map(({ threads: t, envelopes }) =>
-      ttftRow(`wasm engine + toolcall.wasm in ${result.agent}, ${t} thread${t > 1 ? 's' : ''}`, lines, envelopes, problems));
-    return { rows, problems, replies: result.out.map(({ envelopes }) => JSON.stringify(envelopes.map((e) => e.reply_ids))) };
-  } finally {
-    server.close();
-  }
+  const result = await runIsolatedPage({ root, html: page, files, dirs: ['site'] });
+  if (result.error) return { error: result.error };
+  const problems = [];
+  const rows = result.out.map(({ threads: t, envelopes }) =>
+    ttftRow(`wasm engine + toolcall.wasm in ${result.agent}, ${t} thread${t > 1 ? 's' : ''}`, lines, envelopes, problems));
+  return { rows, problems, replies: result.out.map(({ envelopes }) => JSON.stringify(envelopes.map((e) => e.reply_ids))) };
 }
 
 export const TTFT_HEADER = ['program', 'prompt tokens', 'pinned', 'TTFT cold ms (median)', '(least)',

@@ -17,7 +17,6 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { ENGINE_HEADER, engineRows, measureEngine } from './bench-engine.mjs';
@@ -413,16 +412,13 @@ async function engineFigures(opts) {
 // with COOP/COEP, the archive at /model.cact, the engine at /engine.wasm); {results, lines, agent} or
 // {error}.
 async function browserFigures(opts, wasmFile) {
-  let withBrowser;
-  let browserMissing;
+  let runIsolatedPage;
   try {
-    ({ withBrowser, browserMissing } = await import(pathToFileURL(path.join(root, 'tests', 'node', 'helpers', 'browser.mjs')).href));
+    ({ runIsolatedPage } = await import(pathToFileURL(path.join(root, 'tests', 'node', 'helpers', 'browser.mjs')).href));
   } catch (e) { return { error: `skipped (${e.message})` }; }
-  if (browserMissing) return { error: `skipped (${browserMissing})` };
   const archive = path.resolve(opts.archive);
-  const types = { '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.html': 'text/html' };
   const threads = JSON.stringify(opts.threads.length ? opts.threads : [1, 2]);
-  const page = `<!doctype html><meta charset="utf-8"><script type="module">
+  const html = `<!doctype html><meta charset="utf-8"><script type="module">
 import { createEngine } from '/site/engine/needle.mjs';
 import { measureEngine } from '/scripts/bench-engine.mjs';
 const lines = [];
@@ -436,37 +432,7 @@ try {
   window.result = { results, lines, agent: navigator.userAgent.split(' ').find((w) => w.includes('Chrom')) ?? navigator.userAgent, cores };
 } catch (e) { window.result = { error: String(e && e.stack || e), lines }; }
 </script>`;
-  const server = http.createServer((req, res) => {
-    const url = new URL(req.url, 'http://x');
-    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' };
-    if (url.pathname === '/') { res.writeHead(200, { ...headers, 'Content-Type': 'text/html' }); res.end(page); return; }
-    const file = url.pathname === '/model.cact' ? archive : url.pathname === '/engine.wasm' ? wasmFile
-      : path.join(root, path.normalize(url.pathname));
-    const allowed = file === archive || file === wasmFile ||
-      ['site', 'scripts'].some((dir) => file.startsWith(path.join(root, dir) + path.sep));
-    if (!allowed || !fs.existsSync(file)) { res.writeHead(404, headers); res.end(); return; }
-    const body = fs.readFileSync(file);
-    res.writeHead(200, { ...headers, 'Content-Type': types[path.extname(file)] ?? 'application/octet-stream', 'Content-Length': body.length });
-    res.end(body);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    const seen = [];  // what the page said (its errors, a crash), for a failure's message
-    const result = await withBrowser(async (context) => {
-      const tab = await context.newPage();
-      tab.on('console', (m) => seen.push(`console: ${m.text()}`));
-      tab.on('pageerror', (e) => seen.push(`page error: ${e.message}`));
-      tab.on('crash', () => seen.push('the page crashed'));
-      await tab.goto(`http://127.0.0.1:${server.address().port}/`);
-      await tab.waitForFunction(() => window.result, null, { timeout: 20 * 60 * 1000, polling: 1000 });
-      return tab.evaluate(() => window.result);
-    }).catch((e) => ({ error: `${e.message}${seen.length ? ` (${seen.slice(-5).join('; ')})` : ''}` }));
-    return result;
-  } catch (e) {
-    return { error: e.message };
-  } finally {
-    server.close();
-  }
+  return runIsolatedPage({ root, html, files: { '/model.cact': archive, '/engine.wasm': wasmFile }, dirs: ['site', 'scripts'] });
 }
 
 async function main() {
