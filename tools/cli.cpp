@@ -1,7 +1,10 @@
 // cli.cpp: shared argument handling for the needle-* programs.
 #include "cli.hpp"
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -73,6 +76,33 @@ uint64_t parseUint(const std::string& text, const std::string& what) {
   if (text.empty() || text.size() > 15 || text.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError(what + ": '" + text + "' is not a non-negative integer");
   return std::stoull(text);
+}
+
+uint32_t parseU32(const std::string& text, const std::string& what) {
+  const uint64_t v = parseUint(text, what);
+  if (v > 0xFFFFFFFFull) throw UsageError(what + ": " + text + " is too large");
+  return static_cast<uint32_t>(v);
+}
+
+// As tools/needle-wasm.mjs reads a number option.
+float parseReal(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+    throw UsageError(what + ": '" + text + "' is not a number");
+  return static_cast<float>(v);
+}
+
+uint64_t parseSeed(const std::string& text) {
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("--seed: '" + text + "' is not a non-negative integer");
+  uint64_t v = 0;
+  for (char c : text) {
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) throw UsageError("--seed: " + text + " is larger than 2^64 - 1");
+    v = v * 10 + digit;
+  }
+  return v;
 }
 
 std::vector<uint32_t> parseIds(const std::string& text) {

@@ -27,6 +27,9 @@ class Args {
 std::vector<uint8_t> readFile(const std::string& path);          // Error naming the path
 void writeFile(const std::string& path, const void* data, size_t size);
 uint64_t parseUint(const std::string& text, const std::string& what);
+uint32_t parseU32(const std::string& text, const std::string& what);   // parseUint, at most 2^32 - 1
+float parseReal(const std::string& text, const std::string& what);     // any finite decimal number
+uint64_t parseSeed(const std::string& text);                           // --seed: 0 .. 2^64 - 1
 std::vector<uint32_t> parseIds(const std::string& text);         // "2 4 100" or "2,4,100"
 
 // Runs `body`; prints "PROGRAM: message" on stderr and returns 1 for any Error or exception,

@@ -96,35 +96,6 @@ std::string floatJson(float v) {
   return buf;
 }
 
-// A real number option, as tools/needle-wasm.mjs reads it (any finite decimal number).
-float parseReal(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
-    throw cli::UsageError(what + ": '" + text + "' is not a number");
-  return static_cast<float>(v);
-}
-
-// A u32 option (top-k, the penalty window).
-uint32_t parseU32(const std::string& text, const std::string& what) {
-  const uint64_t v = cli::parseUint(text, what);
-  if (v > 0xFFFFFFFFull) throw cli::UsageError(what + ": " + text + " is too large");
-  return static_cast<uint32_t>(v);
-}
-
-// The seed: a decimal integer 0 .. 2^64 - 1.
-uint64_t parseSeed(const std::string& text) {
-  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
-    throw cli::UsageError("--seed: '" + text + "' is not a non-negative integer");
-  uint64_t v = 0;
-  for (char c : text) {
-    const uint64_t digit = static_cast<uint64_t>(c - '0');
-    if (v > (UINT64_MAX - digit) / 10) throw cli::UsageError("--seed: " + text + " is larger than 2^64 - 1");
-    v = v * 10 + digit;
-  }
-  return v;
-}
-
 // "heads":[{"head":0,"kind":"contrastive","output":[...]},...]
 std::string headsJson(const HeadPooling& pooling, const Model& model) {
   std::string out = "[";
@@ -154,13 +125,13 @@ int body(cli::Args& args) {
   const std::string logitsPath = args.option("--logits-out");
   const std::string dumpPath = args.option("--dump");
   SamplerOptions sampling;
-  sampling.temperature = parseReal(args.option("--temperature", "0"), "--temperature");
-  sampling.topK = parseU32(args.option("--top-k", "0"), "--top-k");
-  sampling.topP = parseReal(args.option("--top-p", "1"), "--top-p");
-  sampling.minP = parseReal(args.option("--min-p", "0"), "--min-p");
-  sampling.repetitionPenalty = parseReal(args.option("--repeat-penalty", "1"), "--repeat-penalty");
-  sampling.repetitionWindow = parseU32(args.option("--repeat-window", "0"), "--repeat-window");
-  const uint64_t seed = parseSeed(args.option("--seed", "0"));
+  sampling.temperature = cli::parseReal(args.option("--temperature", "0"), "--temperature");
+  sampling.topK = cli::parseU32(args.option("--top-k", "0"), "--top-k");
+  sampling.topP = cli::parseReal(args.option("--top-p", "1"), "--top-p");
+  sampling.minP = cli::parseReal(args.option("--min-p", "0"), "--min-p");
+  sampling.repetitionPenalty = cli::parseReal(args.option("--repeat-penalty", "1"), "--repeat-penalty");
+  sampling.repetitionWindow = cli::parseU32(args.option("--repeat-window", "0"), "--repeat-window");
+  const uint64_t seed = cli::parseSeed(args.option("--seed", "0"));
   const bool wantHeads = args.flag("--heads");
   args.finish();
 

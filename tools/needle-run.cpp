@@ -64,34 +64,6 @@ const char* kUsage =
     "(malformed tools JSON, an unsupported schema keyword, a prompt that does not fit the context, a\n"
     "bad archive; with --batch: some line was refused or failed), 2 usage error.\n";
 
-// A real number option, as tools/needle-wasm.mjs reads it (any finite decimal number).
-float parseReal(const std::string& text, const std::string& what) {
-  char* end = nullptr;
-  const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
-    throw cli::UsageError(what + ": '" + text + "' is not a number");
-  return static_cast<float>(v);
-}
-
-uint32_t parseU32(const std::string& text, const std::string& what) {
-  const uint64_t v = cli::parseUint(text, what);
-  if (v > 0xFFFFFFFFull) throw cli::UsageError(what + ": " + text + " is too large");
-  return static_cast<uint32_t>(v);
-}
-
-// The seed: a decimal integer 0 .. 2^64 - 1.
-uint64_t parseSeed(const std::string& text) {
-  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
-    throw cli::UsageError("--seed: '" + text + "' is not a non-negative integer");
-  uint64_t v = 0;
-  for (char c : text) {
-    const uint64_t digit = static_cast<uint64_t>(c - '0');
-    if (v > (UINT64_MAX - digit) / 10) throw cli::UsageError("--seed: " + text + " is larger than 2^64 - 1");
-    v = v * 10 + digit;
-  }
-  return v;
-}
-
 std::string readText(const std::string& path) {
   const std::vector<uint8_t> bytes = cli::readFile(path);
   return std::string(bytes.begin(), bytes.end());
@@ -123,13 +95,13 @@ Request requestFromFlags(cli::Args& args, const std::string& toolsPath) {
   r.maxTokens = static_cast<uint32_t>(maxTokens);
   r.constrain = !args.flag("--no-constrain");
   r.useHeads = !args.flag("--no-heads");
-  r.sampling.temperature = parseReal(args.option("--temperature", "0"), "--temperature");
-  r.sampling.topK = parseU32(args.option("--top-k", "0"), "--top-k");
-  r.sampling.topP = parseReal(args.option("--top-p", "1"), "--top-p");
-  r.sampling.minP = parseReal(args.option("--min-p", "0"), "--min-p");
-  r.sampling.repetitionPenalty = parseReal(args.option("--repeat-penalty", "1"), "--repeat-penalty");
-  r.sampling.repetitionWindow = parseU32(args.option("--repeat-window", "0"), "--repeat-window");
-  r.seed = parseSeed(args.option("--seed", "0"));
+  r.sampling.temperature = cli::parseReal(args.option("--temperature", "0"), "--temperature");
+  r.sampling.topK = cli::parseU32(args.option("--top-k", "0"), "--top-k");
+  r.sampling.topP = cli::parseReal(args.option("--top-p", "1"), "--top-p");
+  r.sampling.minP = cli::parseReal(args.option("--min-p", "0"), "--min-p");
+  r.sampling.repetitionPenalty = cli::parseReal(args.option("--repeat-penalty", "1"), "--repeat-penalty");
+  r.sampling.repetitionWindow = cli::parseU32(args.option("--repeat-window", "0"), "--repeat-window");
+  r.seed = cli::parseSeed(args.option("--seed", "0"));
   return r;
 }
 
