@@ -392,6 +392,47 @@ def groups_of(examples):
     return list(out.values())
 
 
+class Perturbed(unittest.TestCase):
+    """data.py --perturb: training requests with perturbed template words; the held-out splits those
+    of the seed without it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5)
+
+    def test_held_out_splits_are_the_unperturbed_ones_and_the_checks_pass(self):
+        for split in ("A", "B", "C"):
+            self.assertEqual(self.splits[split], GROUPED[split], split)
+        self.assertEqual(data.check_splits(self.splits), [])
+        train = self.splits["train"]
+        self.assertEqual(len(train), N_TRAIN)
+        self.assertEqual([ex["id"] for ex in train], [f"train-{i:06d}" for i in range(N_TRAIN)])
+        self.assertNotEqual([ex["query"] for ex in train], [ex["query"] for ex in GROUPED["train"]])
+
+    def test_every_call_still_validates_and_copies_from_the_request(self):
+        for ex in self.splits["train"]:
+            tools = by_name(ex)
+            for call in ex["calls"]:
+                self.assertIsNone(schema.validate_call(call, ex["tools"]), ex["id"])
+                props = tools[call["name"]]["parameters"]["properties"]
+                for key, value in call["arguments"].items():
+                    if isinstance(value, str) and "enum" not in props[key]:
+                        self.assertIn(value, ex["query"], ex["id"])
+
+    def test_perturb_template_keeps_slots_and_their_delimiters(self):
+        rng = random.Random(3)
+        t = slots.Template("remind me to {task} at {time}: {note:q}, please", "imp", "reminder", False)
+        seen = set()
+        for _ in range(300):
+            p = slots.perturb_template(rng, t, slots.LEXICONS["pseudo"])
+            self.assertEqual(p.slot_order, t.slot_order)
+            self.assertIn(" {task} ", p.text)      # the words around a slot may change, never glue to it
+            self.assertIn(": {note:q},", p.text)
+            seen.add(p.text)
+        self.assertGreater(len(seen), 50)
+        self.assertIn(t.text, seen)                # sometimes nothing changes
+
+
 class Grouped(unittest.TestCase):
     """data.py --group: training examples in groups that share tools and system turn."""
 

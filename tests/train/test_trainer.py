@@ -434,6 +434,37 @@ class Data(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class Init(unittest.TestCase):
+    def test_init_starts_a_new_run_from_another_runs_weights(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            rng = np.random.default_rng(1)
+            data = os.path.join(tmp, "train.jsonl")
+            with open(data, "w") as f:
+                for _ in range(40):
+                    prompt = [2] + rng.integers(14, 512, int(rng.integers(8, 30))).tolist()
+                    f.write(json.dumps({"prompt_ids": prompt, "target_ids": prompt[1:4] + [1]}) + "\n")
+            common = ["--data", data, "--batch-tokens", "256", "--warmup", "3", "--threads", "1", "--quiet",
+                      "--log-every", "1", "--checkpoint-minutes", "0"]
+            train.run(train.parse_args(common + ["--geometry", "tiny", "--out", os.path.join(tmp, "a"), "--steps", "4"]))
+            first = torch.load(os.path.join(tmp, "a", "checkpoint.pt"))
+            # 0 steps of a new run: its weights are the first run's; its state and geometry are its own
+            zero = train.run(train.parse_args(common + ["--init", os.path.join(tmp, "a", "checkpoint.pt"),
+                                                        "--out", os.path.join(tmp, "b"), "--steps", "2"]))
+            b = torch.load(os.path.join(tmp, "b", "checkpoint.pt"))
+            self.assertEqual(zero["state"]["step"], 2)
+            self.assertEqual(b["geometry"], first["geometry"])
+            self.assertEqual(b["args"]["bits_map"], first["args"]["bits_map"])
+            # its first loss is the first run's weights' loss (a fresh model's is far higher)
+            fresh = train.run(train.parse_args(common + ["--geometry", "tiny", "--out", os.path.join(tmp, "c"),
+                                                         "--steps", "1"]))
+            self.assertLess(float(zero["rows"][0]["loss"]), float(fresh["rows"][0]["loss"]))
+            with self.assertRaises(SystemExit):
+                train.parse_args(common + ["--init", "x", "--resume", "--out", tmp, "--steps", "1"])
+        finally:
+            shutil.rmtree(tmp)
+
+
 class Resume(unittest.TestCase):
     def test_an_interrupted_run_resumes_exactly(self):
         tmp = tempfile.mkdtemp()

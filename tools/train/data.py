@@ -35,8 +35,8 @@ import invented as I  # noqa: E402
 import wordlists as W  # noqa: E402
 from render import tools_json  # noqa: E402
 from schema import check_tool, validate_call  # noqa: E402
-from slots import (SOURCE_WEIGHTS, SOURCES, Template, Unfillable, json_number, number_words, pick,  # noqa: E402
-                   render, weighted)
+from slots import (SOURCE_WEIGHTS, SOURCES, Template, Unfillable, any_lexicon, json_number,  # noqa: E402
+                   number_words, perturb_template, pick, render, weighted)
 
 SPLITS = ("train", "A", "B", "C")
 
@@ -215,9 +215,14 @@ class ToolSet:
 class Generator:
     """Makes examples; all randomness comes from one random.Random(seed)."""
 
-    def __init__(self, seed):
+    def __init__(self, seed, perturb=0.0):
         self.rng = random.Random(seed)
         self.vocab = {False: I.Vocab(False), True: I.Vocab(True)}
+        # The share of training family clauses whose template words are perturbed (--perturb;
+        # slots.perturb_template). 0 draws nothing from the generator: the data of --perturb 0 is the
+        # data made before the option existed, byte for byte.
+        self.perturb = perturb
+        self.split_now = None  # the split make() / make_group() is drawing for
 
     # clauses
 
@@ -230,6 +235,8 @@ class Generator:
             if not templates:
                 continue
             t = pick(rng, templates)
+            if self.perturb and self.split_now == "train" and rng.random() < self.perturb:
+                t = perturb_template(rng, t, any_lexicon(rng))
             try:
                 values = fam.sample_values(rng, v, t, held_values)
                 args = v.arguments(values)
@@ -399,6 +406,7 @@ class Generator:
         """One example for `split`, or None (the caller tries again)."""
         rng = self.rng
         spec = SPECS[split]
+        self.split_now = split
         shape, kinds, weights = self.draw_shape(split)
         first = self.pick_clause(spec, weighted(rng, kinds, weights))
         if shape == "two":
@@ -578,16 +586,66 @@ class Generator:
         return None
 
 
+def perturbed_train(seed, n_train, group, perturb, reference, log=None):
+    """The training split drawn again by a Generator with `perturb` (a stream of its own, from
+    seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
+    another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
+    of split A or has a string argument that is one of split A's (the checks of check_splits)."""
+    gen = Generator(seed + 1, perturb)
+    held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
+    a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
+    a_values = string_arguments(reference["A"])
+    out, seen, rejected, groups, perturbed = [], set(), Counter(), 0, 0
+    while len(out) < n_train:
+        made = gen.make_group("train", min(group, n_train - len(out))) if group > 1 else [gen.make("train")]
+        if made is None or made == [None]:
+            rejected["unfillable"] += 1
+            continue
+        kept = 0
+        for ex in made:
+            key = example_key(ex)
+            why = ("duplicate" if key in seen else "held-out phrasing" if HELD_FRAGMENT_RE.search(ex["query"].lower())
+                   else "query of a held-out split" if ex["query"] in held_queries
+                   else "tool combination of split A" if frozenset(t["name"] for t in ex["tools"]) in a_combos
+                   else "a value of split A" if string_arguments([ex]) & a_values
+                   else None)
+            if why:
+                rejected[why] += 1
+                continue
+            seen.add(key)
+            ex["id"] = f"train-{len(out):06d}"
+            if group > 1:
+                ex["group"] = groups
+            out.append(ex)
+            kept += 1
+        groups += kept > 0
+    if log:
+        log(f"data: train drawn again with --perturb {perturb}: {len(out)} examples, {groups} groups "
+            f"({dict(rejected) or 'none'} rejected)")
+    return out
+
+
 def example_key(ex):
     return (ex["system"], ex["query"], tuple(t["name"] for t in ex["tools"]))
 
 
-def generate(seed, n_train, n_eval, log=None, group=1):
+def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
-    with its group's number in "group"; the other splits are made as with group 1."""
+    with its group's number in "group"; the other splits are made as with group 1.
+
+    With perturb > 0 the held-out splits are those of the same seed without it (so that models
+    trained on either data are measured on the same requests), and the training split is drawn again
+    with that share of perturbed phrasings (perturbed_train)."""
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
+    if perturb:
+        splits = generate(seed, n_train, n_eval, log, group)
+        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log)
+        problems = check_splits(splits)
+        if problems:
+            raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
+        return splits
     gen = Generator(seed)
     counts = {"train": n_train, "A": n_eval, "B": n_eval, "C": n_eval}
     seen_keys = set()
@@ -958,7 +1016,12 @@ def main(argv=None):
     ap.add_argument("--group", type=int, default=1,
                     help="training examples in groups of up to K that share tools and system turn, each "
                          "line with its group's number in \"group\" (default 1: no groups)")
+    ap.add_argument("--perturb", type=float, default=0.0,
+                    help="share of training family requests whose template words are perturbed "
+                         "(docs/training-data.md, \"Perturbed phrasings\"; default 0: none)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.perturb <= 1.0:
+        ap.error(f"--perturb {args.perturb}: must be from 0 to 1")
     if args.train < 1 or args.eval < 1:
         ap.error("--train and --eval must be at least 1")
     if args.group < 1:
@@ -966,7 +1029,7 @@ def main(argv=None):
     start = time.time()
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
-        splits = generate(args.seed, args.train, args.eval, log, args.group)
+        splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -980,6 +1043,8 @@ def main(argv=None):
     info = manifest(args.seed, counts)
     if args.group > 1:
         info["group"] = args.group
+    if args.perturb:
+        info["perturb"] = args.perturb
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:

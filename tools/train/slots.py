@@ -960,6 +960,57 @@ class Template:
         return f"Template({self.family}: {self.text!r})"
 
 
+_LITERAL_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def perturb_template(rng, template, lexicon, p_swap=0.25, p_drop=0.08, p_insert=0.15):
+    """A copy of `template` with its own words perturbed (docs/training-data.md, "Perturbed
+    phrasings"), or the template itself when nothing changed: each literal word of three letters or
+    more is, independently, replaced by a word of `lexicon` (p_swap) or dropped (p_drop), and a word
+    is inserted at the start of a literal piece with p_insert. The slots, the short words and the
+    punctuation around them stay, so every value keeps the delimiters its template gives it. It
+    teaches the model what a held-out phrasing needs: a request word it has never seen may be filler,
+    and the tool follows from what is left (the slots, their values, the offered tools)."""
+    changed = False
+    parts = []
+    for part in template.parts:
+        if isinstance(part, tuple):
+            name, mod = part
+            parts.append("{" + name + (":" + mod if mod else "") + "}")
+            continue
+        text = part
+        out, pos = [], 0
+        for m in _LITERAL_WORD.finditer(text):
+            out.append(text[pos:m.start()])
+            r = rng.random()
+            if r < p_swap:
+                out.append(lexicon.word(rng, plain=True))
+                changed = True
+            elif r < p_swap + p_drop:
+                changed = True
+                if out and out[-1].endswith(" ") and text[m.end():m.end() + 1] == " ":
+                    out[-1] = out[-1][:-1]  # one space where the word was
+            else:
+                out.append(m.group(0))
+            pos = m.end()
+        out.append(text[pos:])
+        text = "".join(out)
+        lead = len(text) - len(text.lstrip(" "))
+        # (only where a word may start: at the template's start or after a space, never glued to a
+        # value or before punctuation)
+        if (lead or not parts) and text[lead:lead + 1].isalpha() and rng.random() < p_insert:
+            text = text[:lead] + lexicon.word(rng, plain=True) + " " + text[lead:]
+            changed = True
+        parts.append(text)
+    if not changed:
+        return template
+    text = re.sub(r" {2,}", " ", "".join(parts)).strip()
+    if not text:
+        return template
+    perturbed = Template(text, template.kind, template.family, template.held)
+    return perturbed if perturbed.slots == template.slots and perturbed.literals else template
+
+
 def quote(rng, text):
     """Free text in quotes: straight double quotes mostly, sometimes single or curly ones."""
     r = rng.random()

@@ -452,6 +452,10 @@ def parse_args(argv=None):
     ap.add_argument("--bits-map", help="CQ widths, needle-pack's syntax (default embedding=4,mhc=4,default=2)")
     ap.add_argument("--out", required=True, help="run directory: checkpoint.pt, log.csv, loss.png")
     ap.add_argument("--resume", action="store_true", help="continue OUT/checkpoint.pt")
+    ap.add_argument("--init", metavar="CHECKPOINT",
+                    help="a new run (its own optimiser, schedule and data order) that starts from the "
+                         "weights of another run's checkpoint: its geometry and bits map are taken, and "
+                         "the tokenizer must be the same (training on other data, docs/training.md)")
     ap.add_argument("--minutes", type=float, help="time budget (training time, resumes included)")
     ap.add_argument("--tokens", type=float, help="token budget (prompt + reply tokens processed)")
     ap.add_argument("--steps", type=int, help="step budget")
@@ -479,6 +483,8 @@ def parse_args(argv=None):
                 setattr(args, key, value)
     if args.minutes is None and args.tokens is None and args.steps is None:
         ap.error("give a budget: --minutes, --tokens and/or --steps")
+    if args.init and args.resume:
+        ap.error("--init starts a new run; --resume continues one: give one of them")
     return args
 
 
@@ -507,11 +513,20 @@ def run(args) -> dict:
                 say(f"--resume: {key} stays the checkpoint's {kept!r} (not {given!r})")
             setattr(args, key, kept)
 
+    initial = None
+    if args.init:
+        initial = torch.load(args.init, map_location="cpu")
+        for key in ("geometry", "bits_map"):
+            kept = initial["args"][key]
+            if getattr(args, key) != kept:
+                say(f"--init: {key} is the checkpoint's {kept!r}")
+            setattr(args, key, kept)
+
     data_file = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
     t0 = time.perf_counter()
     examples, group_ids = load_grouped_examples(data_file, args.tokenizer, os.path.join(args.out, "cache"))
-    if resumed:
-        g = M.Geometry.from_dict(resumed["geometry"])
+    if resumed or initial:
+        g = M.Geometry.from_dict((resumed or initial)["geometry"])
     else:
         vocab = None
         if args.tokenizer:
@@ -557,6 +572,10 @@ def run(args) -> dict:
 
     torch.manual_seed(args.seed)
     net = M.Needle2(g, cq.BitsMap.parse(args.bits_map), seed=args.seed).to(device)
+    if initial:
+        net.load_state_dict(initial["model"])
+        say(f"--init: the weights of {args.init} (step {initial['state']['step']}, "
+            f"{initial['state']['tokens']:,} tokens)")
     opt = make_optimizer(net, args)
     state = {"step": 0, "epoch": 0, "batch": 0, "tokens": 0, "elapsed": 0.0, "total_steps": None,
              "planned_at": 0, "examples": 0}
