@@ -594,7 +594,7 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None):
     gen = Generator(seed + 1, perturb)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
-    a_values = string_arguments(reference["A"])
+    a_values = {v for ex in reference["A"] for v in novel_values(ex)}
     out, seen, rejected, groups, perturbed = [], set(), Counter(), 0, 0
     while len(out) < n_train:
         made = gen.make_group("train", min(group, n_train - len(out))) if group > 1 else [gen.make("train")]

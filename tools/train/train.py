@@ -475,6 +475,9 @@ def parse_args(argv=None):
     ap.add_argument("--stop-after", type=int,
                     help="end this invocation after this many steps (checkpointed; the schedule still spans "
                          "the whole budget): a long run in slices, continued with --resume")
+    ap.add_argument("--stop-at", type=int,
+                    help="end the run at this step (checkpointed; the schedule still spans the whole budget): "
+                         "a run cut where another was (npm run train's continued run)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     if not args.resume:
@@ -615,6 +618,8 @@ def run(args) -> dict:
         state["planned_at"] = state["step"]
     last_save = time.perf_counter()
     stop_at = state["step"] + args.stop_after if args.stop_after else None
+    if args.stop_at is not None:
+        stop_at = args.stop_at if stop_at is None else min(stop_at, args.stop_at)
     window = {"loss": 0.0, "correct": 0, "targets": 0, "tokens": 0, "time": 0.0, "steps": 0, "examples": 0}
     say("tok/s: prompt + reply tokens the model runs per second (a group's shared prefix once); ex/s: "
         "examples per second")
