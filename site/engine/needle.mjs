@@ -358,6 +358,11 @@ export class NeedleEngine {
 // maxMemoryBytes (the shared memory's maximum, default 2 GiB), spin (rounds before a wait),
 // toolcall (path or URL of toolcall.mjs, toolcall.wasm beside it; default build/toolcall.mjs next to
 // site/; loaded by the first complete or checkTools).
+// Spin rounds before a helper (or the waiting driver) sleeps (docs/engine.md, "Thread pool"): long
+// enough to bridge the driver's serial work between the jobs of one step (about 40 us on the base
+// geometry), so that a helper is awake for the next job; between steps helpers sleep at once.
+const DEFAULT_SPIN = 20000;
+
 export async function createEngine(options = {}) {
   const engine = new NeedleEngine();
   engine.toolcallSource = options.toolcall;
@@ -373,7 +378,7 @@ export async function createEngine(options = {}) {
   });
   engine.driver.post({ op: 'init', role: 'driver', module: engine.module, memory: engine.memory });
   await ready;
-  await engine.call('setSpin', { spin: options.spin ?? 2000 });
+  await engine.call('setSpin', { spin: options.spin ?? DEFAULT_SPIN });
   await engine.setThreads(options.threads ?? 1, { startHelpers: options.startHelpers ?? true });
   return engine;
 }
