@@ -10,11 +10,17 @@
 #              --tokens 7000000 --minutes 95 --eval A.jsonl                    -> build/train/run/
 #              The budget is tokens (so that a busy machine makes the same model, only later),
 #              with a time cap; whichever comes first ends the cosine schedule.
-#              With a checkpoint there, --resume continues it; a finished run is skipped unless
-#              train.py options are given (`npm run train -- --device cuda`, `-- --minutes 120`
-#              extends the run: docs/training.md). The checkpoint is never older than the data: a run
-#              on other data stops with a message instead of being resumed.
-#   export     tools/train/export.py                                           -> build/train/run/model.safetensors
+#   continue   the same run resumed with a larger budget, --tokens 30000000 --minutes 195 (the
+#              cosine stretched from where it stands: the learning rate rises again), cut at step
+#              4330 (--stop-at)                                                -> build/train/run/
+#   data-p     data.py as above with --perturb 0.4: the same held-out splits, the training requests
+#              drawn again with perturbed phrasings (docs/training-data.md)    -> build/train/data-p/
+#   perturbed  a new run from run/'s weights (--init) on data-p: --lr 1.2e-3 --min-lr 1e-4
+#              --warmup 30 --minutes 55                                        -> build/train/run-p/
+#              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
+#              options go to every run (`npm run train -- --device cuda`). A checkpoint is never
+#              older than its data: a run on other data stops with a message instead of being resumed.
+#   export     tools/train/export.py                                           -> build/train/run-p/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -41,6 +47,14 @@ bits_map='embedding=4,mhc=4,default=4'
 tokens=${NEEDLE_TRAIN_TOKENS:-7000000}
 minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
+# the continued run and the perturbed one (NEEDLE_TRAIN_CONTINUE_AT and NEEDLE_TRAIN_PERTURBED_MINUTES
+# for a quick trial of the script)
+continue_tokens=30000000
+continue_minutes=195
+continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
+perturb=0.4
+perturbed_minutes=${NEEDLE_TRAIN_PERTURBED_MINUTES:-55}
+perturbed_options=(--lr 1.2e-3 --min-lr 1e-4 --warmup 30 --tokens 30000000)
 
 install=0
 train_options=()
@@ -55,7 +69,10 @@ data="$work/data"
 tokenizer="$work/tokenizer/tokenizer.model"
 run="$work/run"
 checkpoint="$run/checkpoint.pt"
-weights="$run/model.safetensors"
+data_p="$work/data-p"
+run_p="$work/run-p"
+checkpoint_p="$run_p/checkpoint.pt"
+weights="$run_p/model.safetensors"
 archive="$work/needlework-tools.cact"
 parity="$work/parity.json"
 
@@ -176,29 +193,70 @@ state, args = saved["state"], saved["args"]
 done = (state["total_steps"] is not None and state["step"] >= state["total_steps"]) \
     or bool(args.get("minutes") and state["elapsed"] >= args["minutes"] * 60) \
     or bool(args.get("tokens") and state["tokens"] >= args["tokens"]) \
-    or bool(args.get("steps") and state["step"] >= args["steps"])
+    or bool(args.get("steps") and state["step"] >= args["steps"]) \
+    or bool(args.get("stop_at") is not None and state["step"] >= args["stop_at"])
 sys.exit(0 if done else 1)
 EOF
 }
+# step_of CHECKPOINT: its step.
+step_of() {
+  "$python" -c 'import sys, torch; print(torch.load(sys.argv[1], map_location="cpu")["state"]["step"])' "$1"
+}
 train_command=("$python" tools/train/train.py --data "$data" --tokenizer "$tokenizer" --geometry "$geometry"
                --bits-map "$bits_map" --tokens "$tokens" --minutes "$minutes" --eval "$data/A.jsonl" --out "$run")
-if [ -e "$checkpoint" ]; then
+continue_command=("$python" tools/train/train.py --data "$data" --tokenizer "$tokenizer" --tokens "$continue_tokens"
+                  --minutes "$continue_minutes" --stop-at "$continue_at" --eval "$data/A.jsonl" --out "$run" --resume)
+if [ -e "$checkpoint_p" ]; then
+  skipped continue "$checkpoint (the perturbed run started from it)"
+elif [ -e "$checkpoint" ]; then
   up_to_date "$checkpoint" "$data/train.jsonl" "$tokenizer" ||
     die "$checkpoint is older than the data or the tokenizer: it was trained on other data. Remove $run to train again."
-  if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint"; then
-    skipped train "$checkpoint"
+  if [ "$(step_of "$checkpoint")" -ge "$continue_at" ]; then
+    skipped continue "$checkpoint"
   else
-    stage train "${train_command[@]}" --resume "${train_options[@]}"
+    # the first budget unfinished: the first run resumed; then (or else) the continued run
+    finished "$checkpoint" || stage train "${train_command[@]}" --resume "${train_options[@]}"
+    stage continue "${continue_command[@]}" "${train_options[@]}"
   fi
 else
   stage train "${train_command[@]}" "${train_options[@]}"
+  stage continue "${continue_command[@]}" "${train_options[@]}"
+fi
+
+# --- the perturbed data and the run on it ---------------------------------------------------------
+make_data_p() {
+  rm -rf "$data_p.new"
+  "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" --group "$group" \
+    --perturb "$perturb" --out "$data_p.new"
+  keep_or_replace "$data_p.new" "$data_p" train.jsonl A.jsonl B.jsonl C.jsonl manifest.json stats.json
+  touch "$work/data-p.stamp"
+}
+if up_to_date "$work/data-p.stamp" "${data_code[@]}" && [ -e "$data_p/train.jsonl" ]; then
+  skipped data-p "$data_p"
+elif [ -e "$data_p/train.jsonl" ] && [ "$checkpoint_p" -nt "$data_p/train.jsonl" ]; then
+  echo "train: data-p     kept: $checkpoint_p was trained on it (to make it again, remove $run_p)"
+else
+  stage data-p make_data_p
+fi
+perturbed_command=("$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed_minutes"
+                   "${perturbed_options[@]}" --eval "$data/A.jsonl" --out "$run_p")
+if [ -e "$checkpoint_p" ]; then
+  up_to_date "$checkpoint_p" "$data_p/train.jsonl" "$tokenizer" ||
+    die "$checkpoint_p is older than its data or the tokenizer: it was trained on other data. Remove $run_p to train again."
+  if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint_p"; then
+    skipped perturbed "$checkpoint_p"
+  else
+    stage perturbed "${perturbed_command[@]}" --resume "${train_options[@]}"
+  fi
+else
+  stage perturbed "${perturbed_command[@]}" --init "$checkpoint" "${train_options[@]}"
 fi
 
 # --- export, pack --------------------------------------------------------------------------------
-if up_to_date "$weights" "$checkpoint" tools/train/export.py; then
+if up_to_date "$weights" "$checkpoint_p" tools/train/export.py; then
   skipped export "$weights"
 else
-  stage export "$python" tools/train/export.py --checkpoint "$checkpoint" -o "$weights"
+  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_p" -o "$weights"
 fi
 
 pack() {
@@ -215,7 +273,7 @@ fi
 
 # --- parity --------------------------------------------------------------------------------------
 check_parity() {
-  "$python" tools/train/parity.py --checkpoint "$checkpoint" --bin "$bin" --data "$data/A.jsonl" \
+  "$python" tools/train/parity.py --checkpoint "$checkpoint_p" --bin "$bin" --data "$data/A.jsonl" \
     --tokenizer "$tokenizer" --count 3 --long | tee "$parity.log"
   tail -n 1 "$parity.log" > "$parity"
   rm "$parity.log"
