@@ -434,16 +434,21 @@ class Data(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+def write_copy_data(path, n, seed):
+    """n tokenised examples at `path` whose reply copies the prompt's tokens 1..3, then EOS; returns path."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as f:
+        for _ in range(n):
+            prompt = [2] + rng.integers(14, 512, int(rng.integers(8, 30))).tolist()
+            f.write(json.dumps({"prompt_ids": prompt, "target_ids": prompt[1:4] + [1]}) + "\n")
+    return path
+
+
 class Init(unittest.TestCase):
     def test_init_starts_a_new_run_from_another_runs_weights(self):
         tmp = tempfile.mkdtemp()
         try:
-            rng = np.random.default_rng(1)
-            data = os.path.join(tmp, "train.jsonl")
-            with open(data, "w") as f:
-                for _ in range(40):
-                    prompt = [2] + rng.integers(14, 512, int(rng.integers(8, 30))).tolist()
-                    f.write(json.dumps({"prompt_ids": prompt, "target_ids": prompt[1:4] + [1]}) + "\n")
+            data = write_copy_data(os.path.join(tmp, "train.jsonl"), 40, seed=1)
             common = ["--data", data, "--batch-tokens", "256", "--warmup", "3", "--threads", "1", "--quiet",
                       "--log-every", "1", "--checkpoint-minutes", "0"]
             train.run(train.parse_args(common + ["--geometry", "tiny", "--out", os.path.join(tmp, "a"), "--steps", "4"]))
@@ -469,12 +474,7 @@ class Resume(unittest.TestCase):
     def test_an_interrupted_run_resumes_exactly(self):
         tmp = tempfile.mkdtemp()
         try:
-            rng = np.random.default_rng(0)
-            data = os.path.join(tmp, "train.jsonl")
-            with open(data, "w") as f:
-                for _ in range(60):
-                    prompt = [2] + rng.integers(14, 512, int(rng.integers(8, 30))).tolist()
-                    f.write(json.dumps({"prompt_ids": prompt, "target_ids": prompt[1:4] + [1]}) + "\n")
+            data = write_copy_data(os.path.join(tmp, "train.jsonl"), 60, seed=0)
             common = ["--data", data, "--geometry", "tiny", "--batch-tokens", "256", "--warmup", "3",
                       "--threads", "1", "--quiet", "--log-every", "2", "--checkpoint-minutes", "0"]
             straight = train.run(train.parse_args(common + ["--out", os.path.join(tmp, "a"), "--steps", "8"]))

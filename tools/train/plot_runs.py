@@ -12,16 +12,36 @@ import csv
 import os
 
 
+def loss_figure(train, evals, path, starts=()):
+    """Writes the PNG at `path`: training loss points (tokens, loss), eval points, and a dotted line
+    with a name at each (tokens, name) of `starts`. train.py's loss.png is drawn by it too."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(*zip(*train), label="train (reply tokens)")
+    if evals:
+        ax.plot(*zip(*evals), "o-", label="held out (split A)")
+    for x, name in starts:
+        ax.axvline(x, linestyle=":", color="gray")
+        ax.text(x, ax.get_ylim()[1], f" {name}", va="top", fontsize=8, color="gray")
+    ax.set_xlabel("tokens processed (prompt + reply)")
+    ax.set_ylabel("cross-entropy (nats)")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path + ".tmp.png", dpi=100)
+    plt.close(fig)
+    os.replace(path + ".tmp.png", path)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", help="RUN_DIR or RUN_DIR:LAST_STEP, in order")
     ap.add_argument("-o", "--out", required=True, help="the PNG to write")
     args = ap.parse_args(argv)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    offset, train, evals, starts = 0.0, [], [], []
+    train, evals, starts, offset = [], [], [], 0.0
     for spec in args.runs:
         path, _, last = spec.partition(":")
         with open(os.path.join(path, "log.csv")) as f:
@@ -33,19 +53,7 @@ def main(argv=None):
         train += [(offset + float(r["tokens"]), float(r["loss"])) for r in rows]
         evals += [(offset + float(r["tokens"]), float(r["eval_loss"])) for r in rows if r.get("eval_loss")]
         offset += float(rows[-1]["tokens"])
-    ax.plot(*zip(*train), label="train (reply tokens)")
-    if evals:
-        ax.plot(*zip(*evals), "o-", label="split A (held out)")
-    for x, name in starts:
-        ax.axvline(x, linestyle=":", color="gray")
-        ax.text(x, ax.get_ylim()[1], f" {name}", va="top", fontsize=8, color="gray")
-    ax.set_xlabel("tokens processed (prompt + reply)")
-    ax.set_ylabel("cross-entropy (nats)")
-    ax.set_yscale("log")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(args.out, dpi=100)
+    loss_figure(train, evals, args.out, starts)
     return 0
 
 

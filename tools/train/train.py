@@ -397,26 +397,12 @@ def write_log(path: str, rows: list) -> None:
 
 
 def plot_log(rows: list, path: str) -> None:
-    """Training loss (and eval loss where measured) against tokens seen, as a PNG."""
+    """Training loss (and eval loss where measured) against tokens seen, as a PNG (plot_runs.py)."""
     if not rows:
         return
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot([float(r["tokens"]) for r in rows], [float(r["loss"]) for r in rows], label="train (reply tokens)")
-    ev = [r for r in rows if r.get("eval_loss")]
-    if ev:
-        ax.plot([float(r["tokens"]) for r in ev], [float(r["eval_loss"]) for r in ev], "o-", label="eval")
-    ax.set_xlabel("tokens processed (prompt + reply)")
-    ax.set_ylabel("cross-entropy (nats)")
-    ax.set_yscale("log")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path + ".tmp.png", dpi=100)
-    plt.close(fig)
-    os.replace(path + ".tmp.png", path)
+    from plot_runs import loss_figure
+    loss_figure([(float(r["tokens"]), float(r["loss"])) for r in rows],
+                [(float(r["tokens"]), float(r["eval_loss"])) for r in rows if r.get("eval_loss")], path)
 
 
 @torch.no_grad()
