@@ -258,15 +258,15 @@ export class NeedleEngine {
   // keeps the session as it is now, snapshotRestore() makes it the session again (steps after it give
   // exactly what the saved session's next steps gave; EngineError ERR_NO_SNAPSHOT without one);
   // both return the snapshot's position. snapshotPosition(): that position, or -1.
+  async snapshotSave() { return this.call('snapshotSave'); }
+  async snapshotRestore() { return this.call('snapshotRestore'); }
+  async snapshotPosition() { return this.call('snapshotPosition'); }
+
   // The job log (docs/engine.md, "Job log"): jobLogStart({capacity}) before a run, jobLogStop()
   // after it resolves to the records ({kind, job, slot, items, start, end, pos}); joblog.mjs reads
   // them as a table. It rejects when the log filled up before the stop.
   async jobLogStart({ capacity = 1 << 18 } = {}) { return this.call('jobLogStart', { capacity }); }
   async jobLogStop() { return this.call('jobLogStop'); }
-
-  async snapshotSave() { return this.call('snapshotSave'); }
-  async snapshotRestore() { return this.call('snapshotRestore'); }
-  async snapshotPosition() { return this.call('snapshotPosition'); }
 
   // One step: the logits (Float32Array) after `token`, or null without wantLogits.
   async step(token, { wantLogits = true } = {}) { return this.call('step', { token, wantLogits }); }
@@ -353,16 +353,16 @@ export class NeedleEngine {
   }
 }
 
-// Options: wasm (bytes, path or URL of engine.wasm; default build/engine.wasm next to site/),
-// threads (driver included, default 1), startHelpers (default true; tests start them by hand),
-// maxMemoryBytes (the shared memory's maximum, default 2 GiB), spin (rounds before a wait),
-// toolcall (path or URL of toolcall.mjs, toolcall.wasm beside it; default build/toolcall.mjs next to
-// site/; loaded by the first complete or checkTools).
 // Spin rounds before a helper (or the waiting driver) sleeps (docs/engine.md, "Thread pool"): long
 // enough to bridge the driver's serial work between the jobs of one step (about 40 us on the base
 // geometry), so that a helper is awake for the next job; between steps helpers sleep at once.
 const DEFAULT_SPIN = 20000;
 
+// Options: wasm (bytes, path or URL of engine.wasm; default build/engine.wasm next to site/),
+// threads (driver included, default 1), startHelpers (default true; tests start them by hand),
+// maxMemoryBytes (the shared memory's maximum, default 2 GiB), spin (rounds before a wait, default DEFAULT_SPIN),
+// toolcall (path or URL of toolcall.mjs, toolcall.wasm beside it; default build/toolcall.mjs next to
+// site/; loaded by the first complete or checkTools).
 export async function createEngine(options = {}) {
   const engine = new NeedleEngine();
   engine.toolcallSource = options.toolcall;
