@@ -433,6 +433,53 @@ class Perturbed(unittest.TestCase):
         self.assertIn(t.text, seen)                # sometimes nothing changes
 
 
+class Twins(unittest.TestCase):
+    """data.py --twins: a share of the perturbed training groups, each followed by its [] twin (the
+    same requests against tools that none of them fits)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3)
+
+    def test_held_out_splits_are_unchanged_and_the_checks_pass(self):
+        for split in ("A", "B", "C"):
+            self.assertEqual(self.splits[split], GROUPED[split], split)
+        self.assertEqual(data.check_splits(self.splits), [])
+        train = self.splits["train"]
+        self.assertEqual([ex["id"] for ex in train], [f"train-{i:06d}" for i in range(N_TRAIN)])
+        share = data.statistics(self.splits)["train"]["share_no_call"]
+        self.assertGreater(share, 0.2)  # 10% without twins
+        self.assertLess(share, 0.45)
+
+    def test_a_twin_asks_its_group_again_against_tools_none_of_them_fits(self):
+        fam = family_of_tool()
+        groups = groups_of(self.splits["train"])
+        twins = 0
+        for before, group in zip(groups, groups[1:]):
+            asked = [ex["query"] for ex in before]
+            if any(ex["calls"] for ex in group) or not all(ex["query"] in asked for ex in group):
+                continue
+            twins += 1
+            called = {c["name"] for ex in before for c in ex["calls"]}
+            self.assertTrue(called, group[0]["id"])
+            offered = {t["name"] for t in group[0]["tools"]}
+            self.assertFalse(offered & called, group[0]["id"])
+            self.assertTrue(1 <= len(offered) <= data.MAX_TOOLS, group[0]["id"])
+            offered_families = {fam.get(name, "invented") for name in offered}
+            for ex in group:
+                self.assertEqual(ex["system"], before[0]["system"])
+                for part in ex["family"].split("+"):
+                    if part not in ("invented", "chitchat"):
+                        self.assertFalse(offered_families & data.excluded_families(part, True), (ex["id"], part))
+        self.assertGreater(twins, 0.15 * len(groups))
+
+    def test_determinism_and_no_twins_without_the_option(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3)
+        self.assertEqual(again["train"], self.splits["train"])
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5)
+        self.assertLess(data.statistics(plain)["train"]["share_no_call"], 0.15)
+
+
 class Grouped(unittest.TestCase):
     """data.py --group: training examples in groups that share tools and system turn."""
 

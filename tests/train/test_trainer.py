@@ -19,6 +19,7 @@ import unittest
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools", "train"))
@@ -394,6 +395,28 @@ class Data(unittest.TestCase):
         self.assertEqual(batch["positions"].tolist(), [2, 3, 4, 5 + 1, 5 + 2])
         self.assertEqual(batch["n_tokens"], 5 + 3)
         self.assertEqual(batch["n_examples"], 2)
+
+    def test_decision_weight_falls_on_the_token_after_tool_call(self):
+        from tokenizer import TOOL_CALL_ID
+        call, none, end = 300, 301, 1
+        examples = [(np.array([2, 5], np.int32), np.array([269, TOOL_CALL_ID, call, 40, end], np.int32)),
+                    (np.array([2, 6], np.int32), np.array([269, TOOL_CALL_ID, none, end], np.int32)),
+                    (np.array([2, 7], np.int32), np.array([41, end], np.int32))]  # no marker: the first
+        self.assertIsNone(train.make_batch(examples, [0, 1, 2], "cpu")["weights"])
+        batch = train.make_batch(examples, [0, 1, 2], "cpu", decision_weight=4.0)
+        self.assertEqual(batch["weights"].tolist(), [1, 1, 4, 1, 1] + [1, 1, 4, 1] + [4, 1])
+        # The loss is the weighted mean of the tokens' cross-entropies (the plain mean at weight 1).
+        logits = torch.randn(len(batch["targets"]), 400, generator=torch.Generator().manual_seed(3))
+        ce = F.cross_entropy(logits, batch["targets"], reduction="none")
+        loss, _ = train.weighted_reply_loss(logits, batch)
+        self.assertAlmostEqual(loss.item(), float((ce * batch["weights"]).sum() / batch["weights"].sum()), 5)
+        plain, _ = train.weighted_reply_loss(logits, train.make_batch(examples, [0, 1, 2], "cpu"))
+        self.assertAlmostEqual(plain.item(), ce.mean().item(), 5)
+        self.assertNotAlmostEqual(loss.item(), plain.item(), 3)
+        # A grouped batch weighs the same tokens.
+        groups = train.make_groups(examples, np.array([0, 0, 1]))
+        grouped = train.make_grouped_batch(groups, [0, 1], "cpu", decision_weight=4.0)
+        self.assertEqual(sorted(grouped["weights"].tolist()), sorted(batch["weights"].tolist()))
 
     def test_load_examples_renders_with_render_py_and_caches(self):
         import render

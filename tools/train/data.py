@@ -475,6 +475,7 @@ class Generator:
         if first is None:
             return None
         group = ToolSet(SPECS[split], first, self.last_clauses, self.origins)
+        self.last_group = group  # twin_group's input
         members = [first]
         for _ in range(size - 1):
             made = self.group_member(group)
@@ -536,6 +537,28 @@ class Generator:
         return {"id": "", "split": spec.name, "family": "+".join(c.family for c in clauses),
                 "system": group.system, "tools": group.tools, "query": query, "calls": calls}, clauses
 
+    def twin_group(self, members):
+        """The [] twin of the group make_group just made (`members`): the same system turn and
+        requests against the set's tools less every tool a request calls, refilled to the same size
+        with new distractors that fit none of the requests (ToolSet.may_add with every clause as a []
+        request: no tool of a request's family, a conflicting or a near one, no invented tool of its
+        verb and noun), so that every answer is []. The pair shows that the tools offered, not the
+        request alone, decide whether a request gets a call (docs/training-data.md, "[] twins").
+        None when no request calls a tool, a kept tool fits a request, or no tool is left."""
+        group = self.last_group
+        if not group.used:
+            return None
+        kept = [t for t in group.tools if t["name"] not in group.used]
+        twin = ToolSet(group.spec, {"system": group.system, "tools": kept, "calls": []},
+                       [(c, True) for c, _ in group.clauses], group.origins)
+        if not all(twin.fits_nothing(c) for c, _ in group.clauses):
+            return None
+        for _ in range(len(group.tools) - len(kept)):
+            self.add_to_set(twin, weighted(self.rng, ("invented", "family"), (33, 67)))
+        if not twin.tools:
+            return None
+        return [dict(ex, tools=twin.tools, calls=[]) for ex in members]
+
     def clause_for_set(self, group, kind, imperative=False, besides=None):
         """A clause of `kind` ("family" or "invented") that calls a tool of the set other than
         `besides`: one that no request of the group calls yet; else, when the set has no tool of the
@@ -586,41 +609,55 @@ class Generator:
         return None
 
 
-def perturbed_train(seed, n_train, group, perturb, reference, log=None):
+def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0):
     """The training split drawn again by a Generator with `perturb` (a stream of its own, from
     seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
     another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
-    of split A or has a string argument that is one of split A's (the checks of check_splits)."""
+    of split A or has a string argument that is one of split A's (the checks of check_splits).
+    With twins > 0 that share of the groups is followed by its [] twin (Generator.twin_group), a
+    group of its own, filtered the same way."""
     gen = Generator(seed + 1, perturb)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
     a_values = {v for ex in reference["A"] for v in novel_values(ex)}
-    out, seen, rejected, groups, perturbed = [], set(), Counter(), 0, 0
+    out, seen, rejected, groups, twinned = [], set(), Counter(), 0, 0
     while len(out) < n_train:
         made = gen.make_group("train", min(group, n_train - len(out))) if group > 1 else [gen.make("train")]
         if made is None or made == [None]:
             rejected["unfillable"] += 1
             continue
-        kept = 0
-        for ex in made:
-            key = example_key(ex)
-            why = ("duplicate" if key in seen else "held-out phrasing" if HELD_FRAGMENT_RE.search(ex["query"].lower())
-                   else "query of a held-out split" if ex["query"] in held_queries
-                   else "tool combination of split A" if frozenset(t["name"] for t in ex["tools"]) in a_combos
-                   else "a value of split A" if string_arguments([ex]) & a_values
-                   else None)
-            if why:
-                rejected[why] += 1
-                continue
-            seen.add(key)
-            ex["id"] = f"train-{len(out):06d}"
-            if group > 1:
-                ex["group"] = groups
-            out.append(ex)
-            kept += 1
-        groups += kept > 0
+        batches = [made]
+        if twins and group > 1 and gen.rng.random() < twins:
+            twin = gen.twin_group(made)
+            if twin is None:
+                rejected["no twin"] += 1
+            else:
+                batches.append(twin)
+        for members in batches:
+            kept = 0
+            for ex in members:
+                if len(out) >= n_train:
+                    break
+                key = example_key(ex)
+                why = ("duplicate" if key in seen else "held-out phrasing" if HELD_FRAGMENT_RE.search(ex["query"].lower())
+                       else "query of a held-out split" if ex["query"] in held_queries
+                       else "tool combination of split A" if frozenset(t["name"] for t in ex["tools"]) in a_combos
+                       else "a value of split A" if string_arguments([ex]) & a_values
+                       else None)
+                if why:
+                    rejected[why] += 1
+                    continue
+                seen.add(key)
+                ex["id"] = f"train-{len(out):06d}"
+                if group > 1:
+                    ex["group"] = groups
+                out.append(ex)
+                kept += 1
+            groups += kept > 0
+            twinned += kept > 0 and members is not made
     if log:
-        log(f"data: train drawn again with --perturb {perturb}: {len(out)} examples, {groups} groups "
+        log(f"data: train drawn again with --perturb {perturb}" + (f" --twins {twins}" if twins else "") +
+            f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
     return out
 
@@ -629,19 +666,20 @@ def example_key(ex):
     return (ex["system"], ex["query"], tuple(t["name"] for t in ex["tools"]))
 
 
-def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0):
+def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
     with its group's number in "group"; the other splits are made as with group 1.
 
     With perturb > 0 the held-out splits are those of the same seed without it (so that models
     trained on either data are measured on the same requests), and the training split is drawn again
-    with that share of perturbed phrasings (perturbed_train)."""
+    with that share of perturbed phrasings (perturbed_train), and `twins` of its groups followed by
+    their [] twins."""
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
     if perturb:
         splits = generate(seed, n_train, n_eval, log, group)
-        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log)
+        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins)
         problems = check_splits(splits)
         if problems:
             raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -1019,9 +1057,17 @@ def main(argv=None):
     ap.add_argument("--perturb", type=float, default=0.0,
                     help="share of training family requests whose template words are perturbed "
                          "(docs/training-data.md, \"Perturbed phrasings\"; default 0: none)")
+    ap.add_argument("--twins", type=float, default=0.0,
+                    help="with --perturb and --group: share of training groups followed by their [] twin, "
+                         "the same requests against tools none of them fits (docs/training-data.md, "
+                         "\"[] twins\"; default 0: none)")
     args = ap.parse_args(argv)
     if not 0.0 <= args.perturb <= 1.0:
         ap.error(f"--perturb {args.perturb}: must be from 0 to 1")
+    if not 0.0 <= args.twins <= 1.0:
+        ap.error(f"--twins {args.twins}: must be from 0 to 1")
+    if args.twins and not (args.perturb and args.group > 1):
+        ap.error("--twins needs --perturb and --group (the twins are drawn with the perturbed training split)")
     if args.train < 1 or args.eval < 1:
         ap.error("--train and --eval must be at least 1")
     if args.group < 1:
@@ -1029,7 +1075,7 @@ def main(argv=None):
     start = time.time()
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
-        splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb)
+        splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -1045,6 +1091,8 @@ def main(argv=None):
         info["group"] = args.group
     if args.perturb:
         info["perturb"] = args.perturb
+    if args.twins:
+        info["twins"] = args.twins
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:

@@ -26,6 +26,7 @@ MARKERS = ["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tools>", "</to
            "</tool_call>", "<tool_result>", "</tool_result>"]
 SPECIALS = ["<pad>", "</s>", "<s>", "<unk>"]
 SPLITS = ("train", "A", "B", "C")
+TOOL_CALL_ID = len(SPECIALS) + MARKERS.index("<tool_call>")  # the reply's opening marker (id 10)
 MAX_SENTENCE_BYTES = 4192  # SentencePiece's default: longer corpus lines are skipped
 
 

@@ -37,13 +37,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cq  # noqa: E402
 import model as M  # noqa: E402
+from tokenizer import TOOL_CALL_ID  # noqa: E402
 
 CHECKPOINT = "checkpoint.pt"
 # Settings fixed for the whole run: a resumed run takes them from the checkpoint. (The budgets,
 # threads, device, logging and evaluation may change between invocations.)
 RUN_SETTINGS = {"geometry": "d256l6", "bits_map": "embedding=4,mhc=4,default=2", "seed": 1,
                 "batch_tokens": 4096, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100, "weight_decay": 0.1,
-                "clip": 1.0, "replan_every": 50}
+                "clip": 1.0, "replan_every": 50, "decision_weight": 1.0}
 LOG_FIELDS = ["step", "epoch", "tokens", "elapsed_s", "lr", "loss", "accuracy", "tokens_per_s",
               "eval_loss", "eval_accuracy", "examples", "examples_per_s"]
 
@@ -192,9 +193,9 @@ def epoch_batches(lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int)
     return [batches[k] for k in rng.permutation(len(batches))]
 
 
-def make_batch(examples: list, indices: list, device) -> dict:
-    """Right-padded inputs [B, T] (pad 0), the flat positions whose logits predict reply tokens, and
-    those reply tokens."""
+def make_batch(examples: list, indices: list, device, decision_weight: float = 1.0) -> dict:
+    """Right-padded inputs [B, T] (pad 0), the flat positions whose logits predict reply tokens,
+    those reply tokens, and their loss weights (reply_weights)."""
     seqs = [np.concatenate([examples[k][0], examples[k][1][:-1]]) for k in indices]
     T = max(len(s) for s in seqs)
     tokens = np.zeros((len(seqs), T), dtype=np.int64)
@@ -209,15 +210,41 @@ def make_batch(examples: list, indices: list, device) -> dict:
     return {"tokens": torch.from_numpy(tokens).to(device),
             "positions": torch.from_numpy(np.concatenate(positions)).to(device),
             "targets": torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device),
+            "weights": reply_weights(targets, decision_weight, device),
             "n_tokens": int(sum(len(s) for s in seqs)), "n_examples": len(seqs)}
 
 
-def reply_loss(net: M.Needle2, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy over the batch's reply tokens, and how many of them the argmax gets right."""
-    logits = net(batch["tokens"], batch["positions"])
-    loss = F.cross_entropy(logits, batch["targets"])
+def reply_weights(targets: list, decision_weight: float, device) -> torch.Tensor | None:
+    """The loss weight of each reply token, for replies `targets` in batch order: decision_weight on
+    each reply's decision token, 1 on the rest; None when decision_weight is 1 (a plain mean). The
+    decision token follows the reply's <tool_call> marker: `[]` (no tool fits) or `[{"` (a call),
+    the one token that says whether a tool is called at all (the reply's first token when it has
+    no marker)."""
+    if decision_weight == 1.0:
+        return None
+    weights = [np.ones(len(t), dtype=np.float32) for t in targets]
+    for t, w in zip(targets, weights):
+        marker = np.flatnonzero(np.asarray(t) == TOOL_CALL_ID)
+        at = int(marker[0]) + 1 if len(marker) and marker[0] + 1 < len(t) else 0
+        w[at] = decision_weight
+    return torch.from_numpy(np.concatenate(weights)).to(device)
+
+
+def weighted_reply_loss(logits: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy over the batch's reply tokens, weighted by batch["weights"] (a weighted mean;
+    the plain mean when there are none), and how many of them the argmax gets right."""
+    weights = batch.get("weights")
+    if weights is None:
+        loss = F.cross_entropy(logits, batch["targets"])
+    else:
+        loss = (F.cross_entropy(logits, batch["targets"], reduction="none") * weights).sum() / weights.sum()
     correct = (logits.detach().argmax(-1) == batch["targets"]).sum()
     return loss, correct
+
+
+def reply_loss(net: M.Needle2, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reply loss of a batch (make_batch; weighted_reply_loss)."""
+    return weighted_reply_loss(net(batch["tokens"], batch["positions"]), batch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,11 +316,11 @@ def epoch_group_batches(prefix_lengths: np.ndarray, suffix_lengths: list, batch_
     return [batches[k] for k in rng.permutation(len(batches))]
 
 
-def make_grouped_batch(groups: list, indices: list, device) -> dict:
+def make_grouped_batch(groups: list, indices: list, device, decision_weight: float = 1.0) -> dict:
     """The inputs of Needle2.forward_grouped for the groups `indices` (right padded with 0; a group
     with fewer members has suffixes of length 0), the flat suffix positions whose logits predict
-    reply tokens, those reply tokens, the tokens the model runs (each prefix once, every suffix),
-    the examples, and the padded size."""
+    reply tokens, those reply tokens and their loss weights (reply_weights), the tokens the model
+    runs (each prefix once, every suffix), the examples, and the padded size."""
     chosen = [groups[k] for k in indices]
     G = len(chosen)
     Lp = max(1, max(len(p) for p, _ in chosen))
@@ -321,6 +348,7 @@ def make_grouped_batch(groups: list, indices: list, device) -> dict:
             "suffix_lengths": torch.from_numpy(suffix_lengths).to(device),
             "positions": torch.from_numpy(np.concatenate(positions)).to(device),
             "targets": torch.from_numpy(np.concatenate(targets).astype(np.int64)).to(device),
+            "weights": reply_weights(targets, decision_weight, device),
             "n_tokens": int(prefix_lengths.sum() + suffix_lengths.sum()),
             "n_examples": int((suffix_lengths > 0).sum()),
             "n_padded": G * (Lp + K * Ls)}
@@ -328,11 +356,9 @@ def make_grouped_batch(groups: list, indices: list, device) -> dict:
 
 def grouped_reply_loss(net: M.Needle2, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     """reply_loss for a grouped batch (make_grouped_batch), through Needle2.forward_grouped."""
-    logits = net.forward_grouped(batch["prefix_tokens"], batch["prefix_lengths"], batch["suffix_tokens"],
-                                 batch["suffix_lengths"], batch["positions"])
-    loss = F.cross_entropy(logits, batch["targets"])
-    correct = (logits.detach().argmax(-1) == batch["targets"]).sum()
-    return loss, correct
+    return weighted_reply_loss(net.forward_grouped(batch["prefix_tokens"], batch["prefix_lengths"],
+                                                   batch["suffix_tokens"], batch["suffix_lengths"],
+                                                   batch["positions"]), batch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -451,6 +477,10 @@ def parse_args(argv=None):
     ap.add_argument("--warmup", type=int, help="warmup steps (default 100)")
     ap.add_argument("--weight-decay", type=float, help="AdamW weight decay of the matrices (default 0.1)")
     ap.add_argument("--clip", type=float, help="gradient norm clip (default 1.0)")
+    ap.add_argument("--decision-weight", type=float,
+                    help="loss weight of each reply's decision token (the one after <tool_call>: [] or a "
+                         "call) against 1 for the others (default 1: a plain mean; the logged loss is the "
+                         "weighted mean, the eval loss stays plain)")
     ap.add_argument("--seed", type=int, help="initial weights and data order (default 1)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads (default: all cores)")
@@ -497,7 +527,7 @@ def run(args) -> dict:
             raise SystemExit(f"--resume: {ckpt_path} does not exist")
         resumed = torch.load(ckpt_path, map_location="cpu")
         for key in RUN_SETTINGS:
-            given, kept = getattr(args, key), resumed["args"][key]
+            given, kept = getattr(args, key), resumed["args"].get(key, RUN_SETTINGS[key])
             if given is not None and given != kept:
                 say(f"--resume: {key} stays the checkpoint's {kept!r} (not {given!r})")
             setattr(args, key, kept)
@@ -536,7 +566,7 @@ def run(args) -> dict:
     if group_ids is None:
         # One example a sequence (make_batch, forward).
         plan_batches = lambda epoch: epoch_batches(lengths, args.batch_tokens, args.seed, epoch)  # noqa: E731
-        build_batch = lambda indices: make_batch(examples, indices, device)  # noqa: E731
+        build_batch = lambda indices: make_batch(examples, indices, device, args.decision_weight)  # noqa: E731
         batch_loss = reply_loss
         epoch_tokens = int(lengths.sum())
     else:
@@ -546,7 +576,7 @@ def run(args) -> dict:
         suffix_lengths = [[group_suffix_length(x) for x in m] for _, m in groups]
         plan_batches = lambda epoch: epoch_group_batches(  # noqa: E731
             prefix_lengths, suffix_lengths, args.batch_tokens, args.seed, epoch)
-        build_batch = lambda indices: make_grouped_batch(groups, indices, device)  # noqa: E731
+        build_batch = lambda indices: make_grouped_batch(groups, indices, device, args.decision_weight)  # noqa: E731
         batch_loss = grouped_reply_loss
         epoch_tokens = int(prefix_lengths.sum() + sum(map(sum, suffix_lengths)))
         say(f"{len(groups)} groups of {len(examples) / len(groups):.2f} examples: prefix {prefix_lengths.mean():.1f} "
