@@ -300,6 +300,24 @@ class ExactMatch(unittest.TestCase):
         two = '[{"name":"a","arguments":{}},{"name":"b","arguments":{}}]'
         self.assertFalse(self.same('[{"name":"b","arguments":{}},{"name":"a","arguments":{}}]', two))
 
+    def test_the_kind_of_a_wrong_reply(self):
+        import evaluate
+        gold = evaluate.parse_exact('[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta"}}]')
+        kind = lambda reply, g=gold: evaluate.error_kind(None if reply is None else evaluate.parse_exact(reply), g)  # noqa: E731
+        self.assertIsNone(kind('[{"name":"set_timer","arguments":{"label":"pasta","minutes":60.0}}]'))
+        self.assertEqual(kind(None), "no reply")
+        self.assertEqual(kind("[]"), "no call")
+        self.assertEqual(kind('[{"name":"x","arguments":{}}]', []), "a call where no tool fits")
+        self.assertIsNone(kind("[]", []))
+        self.assertEqual(kind('[{"name":"setTimer","arguments":{"minutes":60,"label":"pasta"}}]'), "other tools")
+        self.assertEqual(kind('[{"name":"set_timer","arguments":{"minutes":60,"label":"pasta"}},'
+                              '{"name":"set_timer","arguments":{"minutes":1}}]'), "other tools")
+        self.assertEqual(kind('[{"name":"set_timer","arguments":{"minutes":60}}]'), "the tools, other argument keys")
+        self.assertEqual(kind('[{"name":"set_timer","arguments":{"minutes":6,"label":"pasta"}}]'),
+                         "the tools and keys, other values")
+        self.assertEqual(set(evaluate.ERROR_KINDS), {"no reply", "a call where no tool fits", "no call", "other tools",
+                                                     "the tools, other argument keys", "the tools and keys, other values"})
+
     def test_the_request_of_an_example(self):
         import evaluate
         ex = {"tools": TOOLS[:1], "query": "Set a timer", "system": "", "calls": []}
@@ -350,6 +368,9 @@ class Evaluation(unittest.TestCase):
             self.assertEqual(results["agreement"]["reply_ids"]["count"], 6)
             self.assertEqual(results["prompt_ids_as_trained"]["total"], 6)
             wrong = {e: sum(e in m["wrong_in"] for m in results["mismatches"]) for e in results["engines"]}
+            for engine in results["engines"]:  # every wrong reply has one kind
+                self.assertEqual(sum(n for per in results["error_kinds"][engine].values() for n in per.values()),
+                                 wrong[engine], engine)
             for engine in results["engines"]:
                 with open(os.path.join(out, f"envelopes-{engine}.jsonl"), encoding="utf-8") as f:
                     envelopes = [json.loads(line) for line in f]

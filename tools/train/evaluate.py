@@ -122,6 +122,44 @@ def exact_match(calls, gold) -> bool:
         and same_value(c["arguments"], g["arguments"]) for c, g in zip(calls, gold))
 
 
+# What went wrong in a reply that is not an exact match, from the first difference a reader would
+# look for: the call-or-[] decision, then the tools called, then the argument keys, then the values.
+ERROR_KINDS = ("no reply", "a call where no tool fits", "no call", "other tools",
+               "the tools, other argument keys", "the tools and keys, other values")
+
+
+def error_kind(calls, gold) -> str | None:
+    """None for an exact match, else the first of ERROR_KINDS that describes the reply `calls` (the
+    envelope's function_calls; None when there is no valid reply) against `gold`."""
+    if exact_match(calls, gold):
+        return None
+    if not isinstance(calls, list):
+        return "no reply"
+    if not gold:
+        return "a call where no tool fits"
+    if not calls:
+        return "no call"
+    if [c.get("name") for c in calls] != [g["name"] for g in gold]:
+        return "other tools"
+    if any(set(c.get("arguments", {})) != set(g["arguments"]) for c, g in zip(calls, gold)):
+        return "the tools, other argument keys"
+    return "the tools and keys, other values"
+
+
+def error_kinds(items: list, outputs: dict) -> dict:
+    """engine -> split -> {kind: count} over the wrong replies (error_kind)."""
+    out = {}
+    for engine, envelopes in outputs.items():
+        per = {}
+        for (split, _ex, gold), e in zip(items, envelopes):
+            kind = error_kind(e["function_calls"], gold)
+            if kind:
+                per.setdefault(split, Counter())[kind] += 1
+        out[engine] = {split: dict(sorted(c.items(), key=lambda kv: ERROR_KINDS.index(kv[0])))
+                       for split, c in per.items()}
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # The engines
 # ---------------------------------------------------------------------------------------------
@@ -365,6 +403,16 @@ def write_mismatches_md(path: str, results: dict, items: list) -> None:
         if any(wrong[(split, family, e)] for e in engines):
             lines.append(f"| {split} | {family} | {n} | " +
                          " | ".join(str(wrong[(split, family, e)]) for e in engines) + " |")
+    lines += ["", "## Wrong calls by kind", "",
+              "What a wrong reply got wrong first: the call-or-[] decision, the tools, the argument keys, "
+              "the values (evaluate.error_kind).", "",
+              "| split | kind | " + " | ".join(engines) + " |", "|---|---|" + "---|" * len(engines)]
+    kinds = results["error_kinds"]
+    for split in SPLITS:
+        for kind in ERROR_KINDS:
+            counts = [kinds.get(e, {}).get(split, {}).get(kind, 0) for e in engines]
+            if any(counts):
+                lines.append(f"| {split} | {kind} | " + " | ".join(map(str, counts)) + " |")
     lines += ["", f"## The first {min(SHOWN_IN_FULL, len(failures))} in full", ""]
     for m in failures[:SHOWN_IN_FULL]:
         lines.append(f"### {m['id']} ({m['family']}): wrong in {', '.join(m['wrong_in']) or 'none'}"
@@ -535,6 +583,7 @@ def main(argv=None) -> int:
     results["timing"] = {e: timing_of(outputs[e], walls[e]) for e in outputs}
     if prompts is not None and os.path.exists(args.tokenizer):
         results["prompt_ids_as_trained"] = prompt_check(items, prompts, args.tokenizer)
+    results["error_kinds"] = error_kinds(items, outputs)
     results["fixture_suggestion"] = fixture_suggestion(items, outputs)
     results["mismatches"] = mismatches(items, outputs)
 
