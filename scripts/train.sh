@@ -20,9 +20,7 @@
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`). A checkpoint is never
 #              older than its data: a run on other data stops with a message instead of being resumed.
-#   perturbed2 a new run from run-p/'s weights on data-p in another data order (--seed 3):
-#              --lr 4e-4 --min-lr 4e-5 --warmup 30 --minutes 60                -> build/train/run-c/
-#   export     tools/train/export.py                                           -> build/train/run-c/model.safetensors
+#   export     tools/train/export.py                                           -> build/train/run-p/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -49,16 +47,14 @@ bits_map='embedding=4,mhc=4,default=4'
 tokens=${NEEDLE_TRAIN_TOKENS:-7000000}
 minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
-# the continued run and the two perturbed ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES
-# and NEEDLE_TRAIN_PERTURBED2_MINUTES for a quick trial of the script)
+# the continued run and the perturbed one (NEEDLE_TRAIN_CONTINUE_AT and NEEDLE_TRAIN_PERTURBED_MINUTES
+# for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
 perturb=0.4
 perturbed_minutes=${NEEDLE_TRAIN_PERTURBED_MINUTES:-55}
 perturbed_options=(--lr 1.2e-3 --min-lr 1e-4 --warmup 30 --tokens 30000000)
-perturbed2_minutes=${NEEDLE_TRAIN_PERTURBED2_MINUTES:-60}
-perturbed2_options=(--seed 3 --lr 4e-4 --min-lr 4e-5 --warmup 30 --tokens 30000000)
 
 install=0
 train_options=()
@@ -76,9 +72,7 @@ checkpoint="$run/checkpoint.pt"
 data_p="$work/data-p"
 run_p="$work/run-p"
 checkpoint_p="$run_p/checkpoint.pt"
-run_c="$work/run-c"
-checkpoint_c="$run_c/checkpoint.pt"
-weights="$run_c/model.safetensors"
+weights="$run_p/model.safetensors"
 archive="$work/needlework-tools.cact"
 parity="$work/parity.json"
 
@@ -212,7 +206,7 @@ train_command=("$python" tools/train/train.py --data "$data" --tokenizer "$token
                --bits-map "$bits_map" --tokens "$tokens" --minutes "$minutes" --eval "$data/A.jsonl" --out "$run")
 continue_command=("$python" tools/train/train.py --data "$data" --tokenizer "$tokenizer" --tokens "$continue_tokens"
                   --minutes "$continue_minutes" --stop-at "$continue_at" --eval "$data/A.jsonl" --out "$run" --resume)
-if [ -e "$checkpoint_p" ] || [ -e "$checkpoint_c" ]; then
+if [ -e "$checkpoint_p" ]; then
   skipped continue "$checkpoint (the perturbed run started from it)"
 elif [ -e "$checkpoint" ]; then
   up_to_date "$checkpoint" "$data/train.jsonl" "$tokenizer" ||
@@ -239,16 +233,14 @@ make_data_p() {
 }
 if up_to_date "$work/data-p.stamp" "${data_code[@]}" && [ -e "$data_p/train.jsonl" ]; then
   skipped data-p "$data_p"
-elif [ -e "$data_p/train.jsonl" ] && { [ "$checkpoint_p" -nt "$data_p/train.jsonl" ] || [ "$checkpoint_c" -nt "$data_p/train.jsonl" ]; }; then
-  echo "train: data-p     kept: $checkpoint_p and $checkpoint_c were trained on it (to make it again, remove $run_p and $run_c)"
+elif [ -e "$data_p/train.jsonl" ] && [ "$checkpoint_p" -nt "$data_p/train.jsonl" ]; then
+  echo "train: data-p     kept: $checkpoint_p was trained on it (to make it again, remove $run_p)"
 else
   stage data-p make_data_p
 fi
 perturbed_command=("$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed_minutes"
                    "${perturbed_options[@]}" --eval "$data/A.jsonl" --out "$run_p")
-if [ -e "$checkpoint_c" ]; then
-  skipped perturbed "$checkpoint_p (the second perturbed run started from it)"
-elif [ -e "$checkpoint_p" ]; then
+if [ -e "$checkpoint_p" ]; then
   up_to_date "$checkpoint_p" "$data_p/train.jsonl" "$tokenizer" ||
     die "$checkpoint_p is older than its data or the tokenizer: it was trained on other data. Remove $run_p to train again."
   if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint_p"; then
@@ -260,26 +252,11 @@ else
   stage perturbed "${perturbed_command[@]}" --init "$checkpoint" "${train_options[@]}"
 fi
 
-# --- the second run on the perturbed data ---------------------------------------------------------
-perturbed2_command=("$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed2_minutes"
-                    "${perturbed2_options[@]}" --eval "$data/A.jsonl" --out "$run_c")
-if [ -e "$checkpoint_c" ]; then
-  up_to_date "$checkpoint_c" "$data_p/train.jsonl" "$tokenizer" ||
-    die "$checkpoint_c is older than its data or the tokenizer: it was trained on other data. Remove $run_c to train again."
-  if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint_c"; then
-    skipped perturbed2 "$checkpoint_c"
-  else
-    stage perturbed2 "${perturbed2_command[@]}" --resume "${train_options[@]}"
-  fi
-else
-  stage perturbed2 "${perturbed2_command[@]}" --init "$checkpoint_p" "${train_options[@]}"
-fi
-
 # --- export, pack --------------------------------------------------------------------------------
-if up_to_date "$weights" "$checkpoint_c" tools/train/export.py; then
+if up_to_date "$weights" "$checkpoint_p" tools/train/export.py; then
   skipped export "$weights"
 else
-  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_c" -o "$weights"
+  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_p" -o "$weights"
 fi
 
 pack() {
@@ -296,7 +273,7 @@ fi
 
 # --- parity --------------------------------------------------------------------------------------
 check_parity() {
-  "$python" tools/train/parity.py --checkpoint "$checkpoint_c" --bin "$bin" --data "$data/A.jsonl" \
+  "$python" tools/train/parity.py --checkpoint "$checkpoint_p" --bin "$bin" --data "$data/A.jsonl" \
     --tokenizer "$tokenizer" --count 3 --long | tee "$parity.log"
   tail -n 1 "$parity.log" > "$parity"
   rm "$parity.log"
