@@ -153,11 +153,16 @@ keep_or_replace() {
 
 data_code=(tools/train/data.py tools/train/families.py tools/train/slots.py tools/train/invented.py
            tools/train/wordlists.py tools/train/schema.py tools/train/render.py)
+# make_data DIR STAMP [data.py options]: data.py with the recipe's seed, sizes and groups (and the
+# options) into DIR.new, then kept or replaced as DIR; STAMP touched.
 make_data() {
-  rm -rf "$data.new"
-  "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" --group "$group" --out "$data.new"
-  keep_or_replace "$data.new" "$data" train.jsonl A.jsonl B.jsonl C.jsonl manifest.json stats.json
-  touch "$work/data.stamp"
+  local dir=$1 stamp=$2
+  shift 2
+  rm -rf "$dir.new"
+  "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" --group "$group" "$@" \
+    --out "$dir.new"
+  keep_or_replace "$dir.new" "$dir" train.jsonl A.jsonl B.jsonl C.jsonl manifest.json stats.json
+  touch "$stamp"
 }
 if up_to_date "$work/data.stamp" "${data_code[@]}" && [ -e "$data/train.jsonl" ]; then
   skipped data "$data"
@@ -165,7 +170,7 @@ elif [ -e "$data/train.jsonl" ] && [ "$checkpoint" -nt "$data/train.jsonl" ]; th
   echo "train: data       kept: $checkpoint was trained on it (to make it again, remove $work)"
 else
   mkdir -p "$work"
-  stage data make_data
+  stage data make_data "$data" "$work/data.stamp"
 fi
 
 # --- tokenizer -----------------------------------------------------------------------------------
@@ -224,19 +229,12 @@ else
 fi
 
 # --- the perturbed data and the run on it ---------------------------------------------------------
-make_data_p() {
-  rm -rf "$data_p.new"
-  "$python" tools/train/data.py --seed "$seed" --train "$train_examples" --eval "$eval_examples" --group "$group" \
-    --perturb "$perturb" --out "$data_p.new"
-  keep_or_replace "$data_p.new" "$data_p" train.jsonl A.jsonl B.jsonl C.jsonl manifest.json stats.json
-  touch "$work/data-p.stamp"
-}
 if up_to_date "$work/data-p.stamp" "${data_code[@]}" && [ -e "$data_p/train.jsonl" ]; then
   skipped data-p "$data_p"
 elif [ -e "$data_p/train.jsonl" ] && [ "$checkpoint_p" -nt "$data_p/train.jsonl" ]; then
   echo "train: data-p     kept: $checkpoint_p was trained on it (to make it again, remove $run_p)"
 else
-  stage data-p make_data_p
+  stage data-p make_data "$data_p" "$work/data-p.stamp" --perturb "$perturb"
 fi
 perturbed_command=("$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed_minutes"
                    "${perturbed_options[@]}" --eval "$data/A.jsonl" --out "$run_p")
