@@ -42,14 +42,14 @@
   (global $DONE  (export "ADDR_DONE")  i32 (i32.const 128))  ;; items of the current job completed; the driver waits on it
   (global $READY (export "ADDR_READY") i32 (i32.const 192))  ;; helpers started; a helper's slot = its old value
   (global $NEXT  (export "ADDR_NEXT")  i32 (i32.const 256))  ;; i64: generation << 32 | next unclaimed item
-  (global $JOB   (export "ADDR_JOB")   i32 (i32.const 320))  ;; job: +0 fn, +4 count, +8 chunk
+  (global $JOB   (export "ADDR_JOB")   i32 (i32.const 320))  ;; the job being run: fields JOB_FN, JOB_COUNT, JOB_CHUNK
   (global $THREADS (export "ADDR_THREADS") i32 (i32.const 336)) ;; threads wanted, driver included (>= 1)
   (global $SPIN  (export "ADDR_SPIN")  i32 (i32.const 340))  ;; spin rounds before a wait
   (global $QUIT  (export "ADDR_QUIT")  i32 (i32.const 344))  ;; 1: helpers return from `helper`
   (global $IDLE  i32 (i32.const 348))  ;; 1 between steps: a helper done with a job sleeps at once instead of spinning
   (global $STOP  (export "ADDR_STOP")  i32 (i32.const 384))  ;; 1: generate stops after the current token (set by the page)
   (global $HEAP_TOP (export "ADDR_HEAP_TOP") i32 (i32.const 448)) ;; bump allocator: first free byte
-  (global $ARGS  (export "ADDR_ARGS")  i32 (i32.const 512))  ;; 16 job arguments (i32 / f32)
+  (global $ARGS  (export "ADDR_ARGS")  i32 (i32.const 512))  ;; 16 job arguments (i32 / f32), laid out per job: MV_*, ATT_*, FILL_*
   ;; The job log (docs/engine.md, "Job log"): a record per span, JOBLOG_BYTES each, fields JOBLOG_AT_*
   (global $P_JOBLOG (export "ADDR_JOBLOG") i32 (i32.const 576)) ;; -> the records being written (0: the log is off)
   (global $JOBLOG_BUF (export "ADDR_JOBLOG_BUF") i32 (i32.const 580))  ;; -> the log's block (kept for the next joblog_start)
@@ -132,7 +132,7 @@
   (global $P_CELL   i32 (i32.const 1316)) ;; -> d: the lane mean after a layer (a cell)
   (global $P_HSCORE i32 (i32.const 1320)) ;; -> 8 f32: the probe scores of one head for one cell
   (global $P_POOLV  i32 (i32.const 1324)) ;; -> 8 d f32: a head's pooled probes, probe-major (head_output)
-  (global $P_SNAP   i32 (i32.const 1328)) ;; -> the snapshot block (0: none since load; layout above $snap_walk)
+  (global $P_SNAP   i32 (i32.const 1328)) ;; -> the snapshot block (0: none since load): header fields SN_*, then $snap_walk's
   (global $SNAP_CAP i32 (i32.const 1332)) ;; bytes that block holds
   ;; Batched prefill: the chunk's per-token buffers, made by the first prefill after a load
   (global $BATCH_OK i32 (i32.const 1336))   ;; 1 once the blocks below exist
@@ -185,20 +185,20 @@
   (global $TOK_IDS   (export "ADDR_TOK_IDS") i32 (i32.const 2308)) ;; pad, eos, bos, unk (4 x u32)
   (global $TOK_DUMMY i32 (i32.const 2324)) ;; add_dummy_prefix
   (global $TOK_BYTEFB i32 (i32.const 2328)) ;; byte_fallback
-  (global $P_TOK_PIECES i32 (i32.const 2332)) ;; -> 16 bytes per piece: surface ptr, len, f32 score, type
+  (global $P_TOK_PIECES i32 (i32.const 2332)) ;; -> PIECE_SIZE bytes per piece, fields PIECE_*: surface ptr, len, f32 score, type
   (global $P_TOK_HASH  i32 (i32.const 2336)) ;; -> open-addressing table of id+1 (mergeable pieces)
   (global $TOK_MASK  i32 (i32.const 2340)) ;; its size - 1
   (global $P_TOK_MARK  i32 (i32.const 2344)) ;; -> USER_DEFINED ids, longest surface first
   (global $TOK_NMARK i32 (i32.const 2348)) ;; their count
   (global $P_TOK_BYTE  i32 (i32.const 2352)) ;; -> 256 i32: id of byte piece <0xHH>, -1 if none
-  (global $P_TOK_SYM   i32 (i32.const 2356)) ;; -> BPE scratch: 28 bytes per symbol ($sym)
-  (global $TOK_SYMCAP i32 (i32.const 2360)) ;; symbols it holds
+  (global $P_TOK_SYM   i32 (i32.const 2356)) ;; -> BPE scratch: SYM_SIZE bytes per symbol, fields SYM_* ($ensure grows it)
+  (global $TOK_SYMCAP i32 (i32.const 2360)) ;; bytes it holds (at P_TOK_SYM + BLOCK_CAP)
   (global $P_TOK_NORM  i32 (i32.const 2364)) ;; -> normalised text scratch
-  (global $TOK_NORMCAP i32 (i32.const 2368))
+  (global $TOK_NORMCAP i32 (i32.const 2368)) ;; bytes it holds (at P_TOK_NORM + BLOCK_CAP: $ensure grows it)
   (global $P_TOK_BLOB (export "ADDR_TOK_BLOB") i32 (i32.const 2372)) ;; -> the tokenizer record's blob, where it lies in the archive
   (global $TOK_BLOBLEN (export "ADDR_TOK_BLOBLEN") i32 (i32.const 2376)) ;; its length in bytes (the tool-call module reads the blob)
-  (global $P_TOK_HEAP i32 (i32.const 2380)) ;; -> BPE merge candidates, a binary heap of 16-byte entries ($heap_push)
-  (global $TOK_HEAPCAP i32 (i32.const 2384)) ;; bytes it holds
+  (global $P_TOK_HEAP i32 (i32.const 2380)) ;; -> BPE merge candidates, a binary heap of CAND_SIZE-byte entries, fields CAND_*
+  (global $TOK_HEAPCAP i32 (i32.const 2384)) ;; bytes it holds (at P_TOK_HEAP + BLOCK_CAP: $ensure grows it)
   (global $TOK_HEAPN i32 (i32.const 2388))  ;; entries in it
   ;; Sampler fields
   (global $S_TEMP (export "ADDR_S_TEMP") i32 (i32.const 2432)) ;; f32 temperature (<= 0: greedy)
@@ -208,15 +208,15 @@
   (global $S_REP  (export "ADDR_S_REP")  i32 (i32.const 2448)) ;; f32 repetition penalty (1: off)
   (global $S_REPN (export "ADDR_S_REPN") i32 (i32.const 2452)) ;; penalty window in tokens (0: whole session)
   (global $S_RNG  (export "ADDR_S_RNG")  i32 (i32.const 2456)) ;; u64 generator state (splitmix64)
-  (global $EXPECT i32 (i32.const 2560)) ;; expected record: +0 dtype, +4 ndim, +8 shape[4] (u64 each)
+  (global $EXPECT i32 (i32.const 2560)) ;; the record $check_record expects: fields EX_* (dtype, ndim, shape)
   (global $QTMP   i32 (i32.const 2688)) ;; 64 bytes: one quantised block in column order (driver only)
   (global $MATHTAB (export "ADDR_MATHTAB") i32 (i32.const 2816)) ;; 256 bytes: f64 T[j] ~ 2^(j/32) of expf, made by init
-  (global $BSLICES i32 (i32.const 3072)) ;; 16 x 12 bytes: a chunk's per-token slices, (field, base, stride); field 0 ends
+  (global $BSLICES i32 (i32.const 3072)) ;; 16 x SL_SIZE bytes: a chunk's per-token slices, fields SL_* (field, base, stride)
   (global $BSAVED  i32 (i32.const 3264)) ;; 116 bytes: the pointer fields P_U .. P_EV as they were before a chunk
   (global $CHUNK (export "PREFILL_CHUNK") i32 (i32.const 32)) ;; tokens per chunk of a batched prefill
-  (global $FUSED   i32 (i32.const 3392)) ;; 4 x 8 bytes: the products of one fused job, (matrix, output) each
+  (global $FUSED   i32 (i32.const 3392)) ;; 4 x FU_SIZE bytes: the products of one fused job, fields FU_* (matrix, output)
   (global $FUSED_N i32 (i32.const 3424)) ;; how many
-  (global $BFUSED  i32 (i32.const 3440)) ;; 4 x 16 bytes: the products of one batched job: matrix, output field, its base and stride
+  (global $BFUSED  i32 (i32.const 3440)) ;; 4 x BF_SIZE bytes: one batched job's products, fields BF_* (matrix, output field, base, stride)
   (global $BFUSED_N i32 (i32.const 3504)) ;; how many
   (global $BFUSED_T i32 (i32.const 3508)) ;; tokens of the chunk
   (global $HEAP_BASE (export "HEAP_BASE") i32 (i32.const 65536))
@@ -226,6 +226,22 @@
   (global $JOB_BATCH     (export "JOB_BATCH")     i32 (i32.const 2))  ;; rows of a prefill chunk's products
   (global $JOB_FUSED     (export "JOB_FUSED")     i32 (i32.const 3))  ;; rows of products that share an input
   (global $JOB_TEST_FILL i32 (i32.const 12))                          ;; test-only (test_pool)
+  ;; The job at JOB, written by $run_job, read by $work
+  (global $JOB_FN    i32 (i32.const 0))   ;; job function (index in $jobs: JOB_*)
+  (global $JOB_COUNT i32 (i32.const 4))   ;; items in the job
+  (global $JOB_CHUNK i32 (i32.const 8))   ;; items a thread claims at once
+  ;; ARGS of JOB_MATVEC ($product)
+  (global $MV_MATRIX i32 (i32.const 0))   ;; -> the matrix's descriptor
+  (global $MV_OUT    i32 (i32.const 4))   ;; -> f32 output: row MV_FIRST goes to element 0
+  (global $MV_FIRST  i32 (i32.const 8))   ;; first row of the product
+  ;; ARGS of JOB_ATTENTION ($key_range): the keys are the sinks [0, sinkEnd) and the window [windowBegin, p]
+  (global $ATT_LAYER        i32 (i32.const 0))   ;; layer
+  (global $ATT_SINK_END     i32 (i32.const 4))   ;; sinkEnd
+  (global $ATT_WINDOW_BEGIN i32 (i32.const 8))   ;; windowBegin
+  (global $ATT_KEYS         i32 (i32.const 12))  ;; keys in all
+  ;; ARGS of JOB_TEST_FILL (test_pool)
+  (global $FILL_ARRAY i32 (i32.const 0))  ;; -> the u32 array
+  (global $FILL_TOTAL i32 (i32.const 4))  ;; items processed (atomic)
   ;; A job-log record: what it spans, and where its fields lie
   (global $JOBLOG_BYTES (export "JOBLOG_BYTES") i32 (i32.const 32))
   (global $JL_KIND  (export "JOBLOG_AT_KIND")  i32 (i32.const 0))   ;; u8: JOBLOG_KIND_*
@@ -302,6 +318,81 @@
   (global $H_RUN_ACC i32 (i32.const 24))   ;; -> running weighted cell sum [P][d] f32
   (global $H_RECORD i32 (i32.const 28))    ;; record index of the probes (proj +1, bias +2)
   (global $H_SIZE i32 (i32.const 32))
+
+  ;; The record at EXPECT ($set_expect), which $check_record compares a directory entry with:
+  (global $EX_DTYPE i32 (i32.const 0))    ;; dtype
+  (global $EX_NDIM i32 (i32.const 4))     ;; ndim
+  (global $EX_SHAPE i32 (i32.const 8))    ;; shape[4], u64 each ($expect_dim)
+
+  ;; Entry k of FUSED at FUSED + FU_SIZE k ($fuse), its fields:
+  (global $FU_MATRIX i32 (i32.const 0))   ;; -> the matrix's descriptor
+  (global $FU_OUT i32 (i32.const 4))      ;; -> f32 output, all the matrix's rows
+  (global $FU_SIZE i32 (i32.const 8))
+
+  ;; Entry k of BFUSED at BFUSED + BF_SIZE k ($bfuse), its fields:
+  (global $BF_MATRIX i32 (i32.const 0))   ;; -> the matrix's descriptor
+  (global $BF_FIELD i32 (i32.const 4))    ;; the output's pointer field (one of BSLICES')
+  (global $BF_BASE i32 (i32.const 8))     ;; -> token 0's slice of that field
+  (global $BF_STRIDE i32 (i32.const 12))  ;; bytes from one token's slice to the next
+  (global $BF_SIZE i32 (i32.const 16))
+
+  ;; Entry idx of BSLICES at BSLICES + SL_SIZE idx ($slice), its fields:
+  (global $SL_FIELD i32 (i32.const 0))    ;; the pointer field sliced (P_U ...); 0 ends the table
+  (global $SL_BASE i32 (i32.const 4))     ;; -> token 0's slice (CHUNK slices)
+  (global $SL_STRIDE i32 (i32.const 8))   ;; bytes from one slice to the next
+  (global $SL_SIZE i32 (i32.const 12))
+
+  ;; The snapshot block's header (the session it saves follows, as $snap_walk moves it):
+  (global $SN_POS i32 (i32.const 0))      ;; POS
+  (global $SN_SINK i32 (i32.const 4))     ;; SINK
+  (global $SN_HEADS_ON i32 (i32.const 8)) ;; HEADS_ON: head pooling on
+  (global $SN_POOLED i32 (i32.const 12))  ;; POOLED: cells pooled
+  (global $SN_HEADER i32 (i32.const 64))  ;; header bytes
+
+  ;; The tokenizer blob (docs/tokenizer.md, "The blob"; read in place by $tok_load): header fields
+  (global $TB_N_PIECES i32 (i32.const 0))           ;; u32 n_pieces
+  (global $TB_PAD_ID i32 (i32.const 4))             ;; u32 pad_id, eos_id, bos_id, unk_id (copied to TOK_IDS)
+  (global $TB_ADD_DUMMY_PREFIX i32 (i32.const 20))  ;; u8 add_dummy_prefix
+  (global $TB_BYTE_FALLBACK i32 (i32.const 21))     ;; u8 byte_fallback
+  (global $TB_RESERVED i32 (i32.const 22))          ;; u16 reserved
+  (global $TB_RECORDS i32 (i32.const 24))           ;; the n records, in id order
+  ;; ... and the fields of a record
+  (global $TR_SCORE i32 (i32.const 0))              ;; f32 score
+  (global $TR_TYPE i32 (i32.const 4))               ;; u8 type (TYPE_*)
+  (global $TR_SURFACE_LEN i32 (i32.const 5))        ;; u16 surface_len
+  (global $TR_SURFACE i32 (i32.const 7))            ;; surface_len bytes of surface
+  ;; Piece types
+  (global $TYPE_NORMAL i32 (i32.const 0))
+  (global $TYPE_UNKNOWN i32 (i32.const 1))
+  (global $TYPE_CONTROL i32 (i32.const 2))
+  (global $TYPE_USER_DEFINED i32 (i32.const 3))
+  (global $TYPE_BYTE i32 (i32.const 4))
+  (global $IDS_UNK i32 (i32.const 12))    ;; TOK_IDS + IDS_UNK: unk_id (TOK_IDS holds pad, eos, bos, unk)
+
+  ;; Piece id's entry at P_TOK_PIECES + PIECE_SIZE id ($piece, made by $tok_load), its fields:
+  (global $PIECE_SURFACE i32 (i32.const 0))  ;; -> its surface, where it lies in the archive
+  (global $PIECE_LEN i32 (i32.const 4))      ;; surface bytes
+  (global $PIECE_SCORE i32 (i32.const 8))    ;; f32 score
+  (global $PIECE_TYPE i32 (i32.const 12))    ;; TYPE_*
+  (global $PIECE_SIZE i32 (i32.const 16))
+
+  ;; Symbol i of the BPE scratch at P_TOK_SYM + SYM_SIZE i ($sym), its fields:
+  (global $SYM_BEGIN i32 (i32.const 0))   ;; first byte, as an offset into the normalised text
+  (global $SYM_BYTES i32 (i32.const 4))   ;; bytes it spans (0: merged away)
+  (global $SYM_PREV i32 (i32.const 8))    ;; previous symbol (-1: none)
+  (global $SYM_NEXT i32 (i32.const 12))   ;; next symbol (-1: none)
+  (global $SYM_FROZEN i32 (i32.const 16)) ;; 1 for a marker: never merged
+  (global $SYM_SIZE i32 (i32.const 28))   ;; (+20..27 unused)
+
+  ;; Merge candidate k of the heap at P_TOK_HEAP + CAND_SIZE k ($hent), its fields:
+  (global $CAND_SCORE i32 (i32.const 0))  ;; f32 score of the merged piece
+  (global $CAND_LEFT i32 (i32.const 4))   ;; left symbol
+  (global $CAND_RIGHT i32 (i32.const 8))  ;; right symbol
+  (global $CAND_BYTES i32 (i32.const 12)) ;; bytes of the merged piece
+  (global $CAND_SIZE i32 (i32.const 16))  ;; one v128 ($hswap moves an entry as one)
+
+  ;; A block that $ensure grows: its pointer field, then its capacity in bytes at +BLOCK_CAP
+  (global $BLOCK_CAP i32 (i32.const 4))
 
   ;; ------------------------------------------------------------------------------------------
   ;; Error codes (ADDR_ERR_RECORD names the record, ADDR_ERR_DETAIL the header offset or piece)
@@ -619,10 +710,10 @@
       (local.set $v (i64.atomic.load (global.get $NEXT)))
       (if (i32.ne (i32.wrap_i64 (i64.shr_u (local.get $v) (i64.const 32))) (local.get $g)) (then (return)))
       (local.set $i (i32.wrap_i64 (local.get $v)))
-      (local.set $fn (i32.load (global.get $JOB)))
-      (local.set $count (i32.load offset=4 (global.get $JOB)))
+      (local.set $fn (i32.load (i32.add (global.get $JOB) (global.get $JOB_FN))))
+      (local.set $count (i32.load (i32.add (global.get $JOB) (global.get $JOB_COUNT))))
       (if (i32.ge_u (local.get $i) (local.get $count)) (then (return)))
-      (local.set $end (i32.add (local.get $i) (i32.load offset=8 (global.get $JOB))))
+      (local.set $end (i32.add (local.get $i) (i32.load (i32.add (global.get $JOB) (global.get $JOB_CHUNK)))))
       (if (i32.gt_u (local.get $end) (local.get $count)) (then (local.set $end (local.get $count))))
       (if (i64.ne (i64.atomic.rmw.cmpxchg (global.get $NEXT) (local.get $v)
                     (i64.or (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)) (i64.extend_i32_u (local.get $end))))
@@ -673,9 +764,9 @@
     (if (i32.eqz (local.get $chunk)) (then (local.set $chunk (i32.const 1))))
     (local.set $g (i32.add (i32.atomic.load (global.get $GEN)) (i32.const 1)))
     (i64.atomic.store (global.get $NEXT) (i64.or (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)) (i64.const 0xffffffff)))
-    (i32.store (global.get $JOB) (local.get $fn))
-    (i32.store offset=4 (global.get $JOB) (local.get $count))
-    (i32.store offset=8 (global.get $JOB) (local.get $chunk))
+    (i32.store (i32.add (global.get $JOB) (global.get $JOB_FN)) (local.get $fn))
+    (i32.store (i32.add (global.get $JOB) (global.get $JOB_COUNT)) (local.get $count))
+    (i32.store (i32.add (global.get $JOB) (global.get $JOB_CHUNK)) (local.get $chunk))
     (i32.atomic.store (global.get $DONE) (i32.const 0))
     (i64.atomic.store (global.get $NEXT) (i64.shl (i64.extend_i32_u (local.get $g)) (i64.const 32)))
     (i32.atomic.store (global.get $GEN) (local.get $g))
@@ -749,15 +840,16 @@
     (drop (i32.atomic.rmw.add (global.get $GEN) (i32.const 1)))
     (drop (memory.atomic.notify (global.get $GEN) (i32.const -1))))
 
-  ;; Test job: for every item i, adds i + 1 to the u32 at ARGS[0] + 4 i and ARGS[1] to a shared total.
+  ;; Test job: for every item i, adds i + 1 to u32 i of the array at FILL_ARRAY and 1 to the total at
+  ;; FILL_TOTAL (ARGS).
   (func $test_job_fill (param $b i32) (param $e i32) (param $slot i32)
     (local $p i32)
     (loop $l
       (if (i32.lt_u (local.get $b) (local.get $e))
         (then
-          (local.set $p (i32.add (i32.load (global.get $ARGS)) (i32.shl (local.get $b) (i32.const 2))))
+          (local.set $p (i32.add (i32.load (i32.add (global.get $ARGS) (global.get $FILL_ARRAY))) (i32.shl (local.get $b) (i32.const 2))))
           (i32.store (local.get $p) (i32.add (i32.load (local.get $p)) (i32.add (local.get $b) (i32.const 1))))
-          (drop (i32.atomic.rmw.add offset=4 (global.get $ARGS) (i32.const 1)))
+          (drop (i32.atomic.rmw.add (i32.add (global.get $ARGS) (global.get $FILL_TOTAL)) (i32.const 1)))
           (local.set $b (i32.add (local.get $b) (i32.const 1)))
           (br $l)))))
 
@@ -765,15 +857,15 @@
   ;; of items processed (count x rounds when no job lost an item).
   (func (export "test_pool") (param $arr i32) (param $count i32) (param $rounds i32) (param $chunk i32) (result i32)
     (local $r i32)
-    (i32.store (global.get $ARGS) (local.get $arr))
-    (i32.store offset=4 (global.get $ARGS) (i32.const 0))
+    (i32.store (i32.add (global.get $ARGS) (global.get $FILL_ARRAY)) (local.get $arr))
+    (i32.store (i32.add (global.get $ARGS) (global.get $FILL_TOTAL)) (i32.const 0))
     (loop $l
       (if (i32.lt_u (local.get $r) (local.get $rounds))
         (then
           (call $run_job (global.get $JOB_TEST_FILL) (local.get $count) (local.get $chunk))
           (local.set $r (i32.add (local.get $r) (i32.const 1)))
           (br $l))))
-    (i32.load offset=4 (global.get $ARGS)))
+    (i32.load (i32.add (global.get $ARGS) (global.get $FILL_TOTAL))))
 
   ;; ------------------------------------------------------------------------------------------
   ;; Loading in place: the archive lies at ARCH_PTR; load() validates it with the C++ reader's checks
@@ -913,11 +1005,15 @@
 
   ;; The expected dtype, ndim and shape of a record, written to EXPECT.
   (func $set_expect (param $dtype i32) (param $ndim i32) (param $s0 i64) (param $s1 i64) (param $s2 i64)
-    (i32.store (global.get $EXPECT) (local.get $dtype))
-    (i32.store offset=4 (global.get $EXPECT) (local.get $ndim))
-    (i64.store offset=8 (global.get $EXPECT) (local.get $s0))
-    (i64.store offset=16 (global.get $EXPECT) (local.get $s1))
-    (i64.store offset=24 (global.get $EXPECT) (local.get $s2)))
+    (i32.store (i32.add (global.get $EXPECT) (global.get $EX_DTYPE)) (local.get $dtype))
+    (i32.store (i32.add (global.get $EXPECT) (global.get $EX_NDIM)) (local.get $ndim))
+    (i64.store (call $expect_dim (i32.const 0)) (local.get $s0))
+    (i64.store (call $expect_dim (i32.const 1)) (local.get $s1))
+    (i64.store (call $expect_dim (i32.const 2)) (local.get $s2)))
+
+  ;; Address of the expected shape's dimension k (u64).
+  (func $expect_dim (param $k i32) (result i32)
+    (i32.add (i32.add (global.get $EXPECT) (global.get $EX_SHAPE)) (i32.shl (local.get $k) (i32.const 3))))
 
   ;; Code (1 contrastive, 2 confidence) of probe head h, read from the manifest record's blob.
   (func $head_code (param $h i32) (result i32)
@@ -1053,17 +1149,17 @@
             (then (return (global.get $ERR_FIELDS))))
           (local.set $k (i32.add (local.get $k) (i32.const 1)))
           (br $unused))))
-    (local.set $edt (i32.load (global.get $EXPECT)))
+    (local.set $edt (i32.load (i32.add (global.get $EXPECT) (global.get $EX_DTYPE))))
     (if (i32.eqz (i32.or (i32.eq (local.get $dtype) (local.get $edt))
                          (i32.and (i32.eq (local.get $edt) (i32.const 1)) (i32.eq (local.get $dtype) (i32.const 2)))))
       (then (return (global.get $ERR_DTYPE))))
-    (if (i32.ne (local.get $ndim) (i32.load offset=4 (global.get $EXPECT))) (then (return (global.get $ERR_SHAPE))))
+    (if (i32.ne (local.get $ndim) (i32.load (i32.add (global.get $EXPECT) (global.get $EX_NDIM)))) (then (return (global.get $ERR_SHAPE))))
     (local.set $k (i32.const 0))
     (loop $shape
       (if (i32.lt_u (local.get $k) (local.get $ndim))
         (then
           (if (i64.ne (i64.extend_i32_u (call $au32 (i64.add (local.get $at) (i64.extend_i32_u (i32.add (i32.const 4) (i32.shl (local.get $k) (i32.const 2)))))))
-                      (i64.load offset=8 (i32.add (global.get $EXPECT) (i32.shl (local.get $k) (i32.const 3)))))
+                      (i64.load (call $expect_dim (local.get $k))))
             (then (return (global.get $ERR_SHAPE))))
           (local.set $k (i32.add (local.get $k) (i32.const 1)))
           (br $shape))))
@@ -1334,7 +1430,8 @@
     (memory.copy (global.get $LEVELS) (global.get $CODEBOOK) (i32.const 16))                            ;; cb2
     (memory.copy (i32.add (global.get $LEVELS) (i32.const 64)) (i32.add (global.get $CODEBOOK) (i32.const 16)) (i32.const 32))  ;; cb3
     (memory.copy (i32.add (global.get $LEVELS) (i32.const 128)) (i32.add (global.get $CODEBOOK) (i32.const 48)) (i32.const 64)) ;; cb4
-    (f32.store offset=196 (global.get $LEVELS) (f32.const 1))   ;; ternary slots {0, +1, 0, -1}: int8 {0, 127, 0, -127}
+    ;; kind 3 (ternary) at +192 (64 bytes per kind): slots {0, +1, 0, -1}, so +196 and +204; int8 {0, 127, 0, -127}
+    (f32.store offset=196 (global.get $LEVELS) (f32.const 1))
     (f32.store offset=204 (global.get $LEVELS) (f32.const -1))
     (loop $kinds
       (f32.store (i32.add (global.get $CBS) (i32.shl (local.get $k) (i32.const 2)))
@@ -1985,10 +2082,11 @@
       (local.set $b (i32.add (local.get $b) (i32.const 1)))
       (br $rows))))
 
-  ;; JOB_MATVEC: rows [b, e) of the product described by ARGS: +0 matrix, +4 output, +8 first row.
+  ;; JOB_MATVEC: rows [b, e) of the product described by ARGS (MV_*: matrix, output, first row).
   (func $job_matvec (param $b i32) (param $e i32) (param $slot i32)
-    (call $mv_rows (i32.load (global.get $ARGS)) (i32.load offset=8 (global.get $ARGS))
-      (local.get $b) (local.get $e) (i32.load offset=4 (global.get $ARGS))))
+    (call $mv_rows (i32.load (i32.add (global.get $ARGS) (global.get $MV_MATRIX)))
+      (i32.load (i32.add (global.get $ARGS) (global.get $MV_FIRST)))
+      (local.get $b) (local.get $e) (i32.load (i32.add (global.get $ARGS) (global.get $MV_OUT)))))
 
   ;; out[0 .. rowEnd - rowBegin) = rows [rowBegin, rowEnd) of W x for the x last prepared (prepared
   ;; again when m is grouped, padded or laid out differently). Wide products are split across threads.
@@ -2001,26 +2099,30 @@
     (local.set $n (i32.sub (local.get $rowEnd) (local.get $rowBegin)))
     (if (i32.and (i32.ge_u (local.get $n) (i32.const 64)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
       (then
-        (i32.store (global.get $ARGS) (local.get $m))
-        (i32.store offset=4 (global.get $ARGS) (local.get $out))
-        (i32.store offset=8 (global.get $ARGS) (local.get $rowBegin))
+        (i32.store (i32.add (global.get $ARGS) (global.get $MV_MATRIX)) (local.get $m))
+        (i32.store (i32.add (global.get $ARGS) (global.get $MV_OUT)) (local.get $out))
+        (i32.store (i32.add (global.get $ARGS) (global.get $MV_FIRST)) (local.get $rowBegin))
         (call $run_job (global.get $JOB_MATVEC) (local.get $n) (call $chunk_for (local.get $n) (i32.const 16))))
       (else (call $mv_rows (local.get $m) (local.get $rowBegin) (i32.const 0) (local.get $n) (local.get $out)))))
 
   ;; Sets product k (0..3) of the next fused job: all the rows of matrix m into out.
   (func $fuse (param $k i32) (param $m i32) (param $out i32)
-    (i32.store (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3))) (local.get $m))
-    (i32.store offset=4 (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3))) (local.get $out)))
+    (i32.store (i32.add (call $fused (local.get $k)) (global.get $FU_MATRIX)) (local.get $m))
+    (i32.store (i32.add (call $fused (local.get $k)) (global.get $FU_OUT)) (local.get $out)))
+
+  ;; Entry k of FUSED.
+  (func $fused (param $k i32) (result i32)
+    (i32.add (global.get $FUSED) (i32.mul (local.get $k) (global.get $FU_SIZE))))
 
   ;; The n products set by $fuse, which read one prepared x (q, k, v and gate; an engram site's key and
   ;; value), as one job: their rows are split across the threads together, so that one
   ;; synchronisation serves them all. Matrices whose layout differs from the first's run on their own.
   (func $fused_products (param $n i32)
     (local $k i32) (local $m0 i32) (local $m i32) (local $total i32) (local $same i32)
-    (local.set $m0 (i32.load (global.get $FUSED)))
+    (local.set $m0 (i32.load (i32.add (call $fused (i32.const 0)) (global.get $FU_MATRIX))))
     (local.set $same (i32.const 1))
     (loop $each
-      (local.set $m (i32.load (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))
+      (local.set $m (i32.load (i32.add (call $fused (local.get $k)) (global.get $FU_MATRIX))))
       (local.set $total (i32.add (local.get $total) (call $d_rows (local.get $m))))
       (local.set $same (i32.and (local.get $same) (i32.and
         (i32.and (i32.eq (call $d_cols (local.get $m)) (call $d_cols (local.get $m0)))
@@ -2031,8 +2133,8 @@
       (then  ;; one by one (each product still split across threads when it is wide)
         (local.set $k (i32.const 0))
         (loop $one
-          (local.set $m (i32.load (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))
-          (call $product (local.get $m) (i32.load offset=4 (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3))))
+          (local.set $m (i32.load (i32.add (call $fused (local.get $k)) (global.get $FU_MATRIX))))
+          (call $product (local.get $m) (i32.load (i32.add (call $fused (local.get $k)) (global.get $FU_OUT)))
             (i32.const 0) (call $d_rows (local.get $m)))
           (br_if $one (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $n))))
         (return)))
@@ -2047,13 +2149,13 @@
   (func $job_fused (param $b i32) (param $e i32) (param $slot i32)
     (local $k i32) (local $start i32) (local $m i32) (local $lo i32) (local $hi i32) (local $end i32)
     (loop $each
-      (local.set $m (i32.load (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))
+      (local.set $m (i32.load (i32.add (call $fused (local.get $k)) (global.get $FU_MATRIX))))
       (local.set $end (i32.add (local.get $start) (call $d_rows (local.get $m))))
       (local.set $lo (select (local.get $b) (local.get $start) (i32.gt_u (local.get $b) (local.get $start))))
       (local.set $hi (select (local.get $e) (local.get $end) (i32.lt_u (local.get $e) (local.get $end))))
       (if (i32.lt_u (local.get $lo) (local.get $hi))
         (then (call $mv_rows (local.get $m) (i32.const 0) (i32.sub (local.get $lo) (local.get $start)) (i32.sub (local.get $hi) (local.get $start))
-                (i32.load offset=4 (i32.add (global.get $FUSED) (i32.shl (local.get $k) (i32.const 3)))))))
+                (i32.load (i32.add (call $fused (local.get $k)) (global.get $FU_OUT))))))
       (local.set $start (local.get $end))
       (br_if $each (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load (global.get $FUSED_N))))))
 
@@ -2527,8 +2629,8 @@
       (call $sigmoid (f32.load (call $fdata (call $r_layer (local.get $i) (global.get $L_ATTN_GATE)))))
       (i32.load (global.get $P_A)) (local.get $d)))
 
-  ;; The keys position p attends, as job arguments for layer i (ARGS: +0 layer, +4 sinkEnd,
-  ;; +8 windowBegin, +12 keys): the sinks [0, sinkEnd) and the window [windowBegin, p].
+  ;; The keys position p attends, as job arguments for layer i (ARGS, ATT_*: layer, sinkEnd,
+  ;; windowBegin, keys): the sinks [0, sinkEnd) and the window [windowBegin, p].
   (func $key_range (param $i i32) (param $p i32)
     (local $end i32) (local $sink i32) (local $win i32) (local $sinkEnd i32) (local $wb i32)
     (local.set $end (i32.add (local.get $p) (i32.const 1)))
@@ -2541,12 +2643,12 @@
         (local.set $wb (select (i32.sub (local.get $end) (local.get $win)) (i32.const 0) (i32.gt_u (local.get $end) (local.get $win))))
         (if (i32.lt_u (local.get $wb) (local.get $sink)) (then (local.set $wb (local.get $sink))))
         (if (i32.gt_u (local.get $wb) (local.get $end)) (then (local.set $wb (local.get $end))))))
-    (i32.store (global.get $ARGS) (local.get $i))
-    (i32.store offset=4 (global.get $ARGS) (local.get $sinkEnd))
-    (i32.store offset=8 (global.get $ARGS) (local.get $wb))
-    (i32.store offset=12 (global.get $ARGS) (i32.add (local.get $sinkEnd) (i32.sub (local.get $end) (local.get $wb)))))
+    (i32.store (i32.add (global.get $ARGS) (global.get $ATT_LAYER)) (local.get $i))
+    (i32.store (i32.add (global.get $ARGS) (global.get $ATT_SINK_END)) (local.get $sinkEnd))
+    (i32.store (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN)) (local.get $wb))
+    (i32.store (i32.add (global.get $ARGS) (global.get $ATT_KEYS)) (i32.add (local.get $sinkEnd) (i32.sub (local.get $end) (local.get $wb)))))
 
-  ;; JOB_ATTENTION: attention of query heads [b, e) (ARGS: +0 layer, +4 sinkEnd, +8 windowBegin, +12 keys).
+  ;; JOB_ATTENTION: attention of query heads [b, e) (ARGS, ATT_*: layer, sinkEnd, windowBegin, keys).
   (func $job_attention (param $b i32) (param $e i32) (param $slot i32)
     (loop $heads
       (if (i32.lt_u (local.get $b) (local.get $e))
@@ -2562,10 +2664,10 @@
     (local $i i32) (local $hd i32) (local $KV i32) (local $q i32) (local $sp i32) (local $sc i32) (local $head i32)
     (local $count i32) (local $sinkEnd i32) (local $wb i32) (local $t i32) (local $row i32) (local $nb i32)
     (local $mx f32) (local $s f32) (local $sum f32) (local $o i32) (local $slots i32) (local $slot i32)
-    (local.set $i (i32.load (global.get $ARGS)))
-    (local.set $sinkEnd (i32.load offset=4 (global.get $ARGS)))
-    (local.set $wb (i32.load offset=8 (global.get $ARGS)))
-    (local.set $count (i32.load offset=12 (global.get $ARGS)))
+    (local.set $i (i32.load (i32.add (global.get $ARGS) (global.get $ATT_LAYER))))
+    (local.set $sinkEnd (i32.load (i32.add (global.get $ARGS) (global.get $ATT_SINK_END))))
+    (local.set $wb (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN))))
+    (local.set $count (i32.load (i32.add (global.get $ARGS) (global.get $ATT_KEYS))))
     (local.set $hd (call $g (global.get $G_HD)))
     (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
     (local.set $KV (call $g (global.get $G_KV)))
@@ -2870,7 +2972,7 @@
         (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 12) (global.get $P_RSIN) (i32.shl (call $g (global.get $G_HD)) (i32.const 1)))))
         (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 13) (global.get $P_EK) (i32.mul (call $g (global.get $G_NSITE)) (local.get $d)))))
         (local.set $ok (i32.and (local.get $ok) (call $slice (i32.const 14) (global.get $P_EV) (i32.mul (call $g (global.get $G_NSITE)) (local.get $d)))))
-        (i32.store (i32.add (global.get $BSLICES) (i32.const 180)) (i32.const 0))  ;; entry 15: the end
+        (i32.store (i32.add (call $slice_entry (i32.const 15)) (global.get $SL_FIELD)) (i32.const 0))  ;; the end
         (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_BLANES) (i32.shl (global.get $CHUNK) (i32.const 2))) (i32.const 0))))
         (if (i32.eqz (local.get $ok)) (then (return (global.get $ERR_MEMORY))))
         (loop $lanes
@@ -2900,20 +3002,26 @@
     (local $stride i32) (local $e i32) (local $p i32)
     (local.set $stride (i32.and (i32.add (local.get $bytes) (i32.const 63)) (i32.const -64)))
     (local.set $p (call $alloc (i32.add (i32.mul (local.get $stride) (global.get $CHUNK)) (i32.const 64))))
-    (local.set $e (i32.add (global.get $BSLICES) (i32.mul (local.get $idx) (i32.const 12))))
-    (i32.store (local.get $e) (local.get $field))
-    (i32.store offset=4 (local.get $e) (local.get $p))
-    (i32.store offset=8 (local.get $e) (local.get $stride))
+    (local.set $e (call $slice_entry (local.get $idx)))
+    (i32.store (i32.add (local.get $e) (global.get $SL_FIELD)) (local.get $field))
+    (i32.store (i32.add (local.get $e) (global.get $SL_BASE)) (local.get $p))
+    (i32.store (i32.add (local.get $e) (global.get $SL_STRIDE)) (local.get $stride))
     (i32.ne (local.get $p) (i32.const 0)))
+
+  ;; Entry idx of BSLICES.
+  (func $slice_entry (param $idx i32) (result i32)
+    (i32.add (global.get $BSLICES) (i32.mul (local.get $idx) (global.get $SL_SIZE))))
 
   ;; Points every sliced field at token t's slice: from here on the step's functions work on token t.
   (func $aim (param $t i32)
     (local $e i32)
     (local.set $e (global.get $BSLICES))
     (block $done (loop $each
-      (br_if $done (i32.eqz (i32.load (local.get $e))))
-      (i32.store (i32.load (local.get $e)) (i32.add (i32.load offset=4 (local.get $e)) (i32.mul (local.get $t) (i32.load offset=8 (local.get $e)))))
-      (local.set $e (i32.add (local.get $e) (i32.const 12)))
+      (br_if $done (i32.eqz (i32.load (i32.add (local.get $e) (global.get $SL_FIELD)))))
+      (i32.store (i32.load (i32.add (local.get $e) (global.get $SL_FIELD)))
+        (i32.add (i32.load (i32.add (local.get $e) (global.get $SL_BASE)))
+                 (i32.mul (local.get $t) (i32.load (i32.add (local.get $e) (global.get $SL_STRIDE))))))
+      (local.set $e (i32.add (local.get $e) (global.get $SL_SIZE)))
       (br $each))))
 
   ;; The BSLICES entry of `field` (one of those $batch_ready made).
@@ -2921,8 +3029,8 @@
     (local $e i32)
     (local.set $e (global.get $BSLICES))
     (loop $find
-      (if (i32.ne (i32.load (local.get $e)) (local.get $field))
-        (then (local.set $e (i32.add (local.get $e) (i32.const 12))) (br $find))))
+      (if (i32.ne (i32.load (i32.add (local.get $e) (global.get $SL_FIELD))) (local.get $field))
+        (then (local.set $e (i32.add (local.get $e) (global.get $SL_SIZE))) (br $find))))
     (local.get $e))
 
   ;; Token t's lanes, and its cell c (0: the scaled embedding, i + 1: the lane mean after layer i).
@@ -3016,21 +3124,25 @@
   ;; Sets product k (0..3) of the next batched job: matrix m into the slices of field `out`.
   (func $bfuse (param $k i32) (param $m i32) (param $out i32)
     (local $e i32) (local $o i32)
-    (local.set $e (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4))))
+    (local.set $e (call $bfused (local.get $k)))
     (local.set $o (call $slice_of (local.get $out)))
-    (i32.store (local.get $e) (local.get $m))
-    (i32.store offset=4 (local.get $e) (local.get $out))
-    (i32.store offset=8 (local.get $e) (i32.load offset=4 (local.get $o)))
-    (i32.store offset=12 (local.get $e) (i32.load offset=8 (local.get $o))))
+    (i32.store (i32.add (local.get $e) (global.get $BF_MATRIX)) (local.get $m))
+    (i32.store (i32.add (local.get $e) (global.get $BF_FIELD)) (local.get $out))
+    (i32.store (i32.add (local.get $e) (global.get $BF_BASE)) (i32.load (i32.add (local.get $o) (global.get $SL_BASE))))
+    (i32.store (i32.add (local.get $e) (global.get $BF_STRIDE)) (i32.load (i32.add (local.get $o) (global.get $SL_STRIDE)))))
+
+  ;; Entry k of BFUSED.
+  (func $bfused (param $k i32) (result i32)
+    (i32.add (global.get $BFUSED) (i32.mul (local.get $k) (global.get $BF_SIZE))))
 
   ;; The `count` products set by $bfuse, all reading the n tokens' vectors of field `src`, as one job
   ;; when their layouts agree (q, k, v and gate), else one by one.
   (func $batch_products (param $src i32) (param $count i32) (param $n i32)
     (local $k i32) (local $m0 i32) (local $m i32) (local $same i32) (local $rows i32) (local $e i32)
-    (local.set $m0 (i32.load (global.get $BFUSED)))
+    (local.set $m0 (i32.load (i32.add (call $bfused (i32.const 0)) (global.get $BF_MATRIX))))
     (local.set $same (i32.const 1))
     (loop $each
-      (local.set $m (i32.load (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4)))))
+      (local.set $m (i32.load (i32.add (call $bfused (local.get $k)) (global.get $BF_MATRIX))))
       (local.set $rows (i32.add (local.get $rows) (call $d_rows (local.get $m))))
       (local.set $same (i32.and (local.get $same) (i32.and
         (i32.and (i32.eq (call $d_cols (local.get $m)) (call $d_cols (local.get $m0)))
@@ -3041,8 +3153,9 @@
       (then  ;; one by one (each writes entry 0, which the loop has already passed)
         (local.set $k (i32.const 0))
         (loop $one
-          (local.set $e (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4))))
-          (call $batch_product (i32.load (local.get $e)) (local.get $src) (i32.load offset=4 (local.get $e)) (local.get $n))
+          (local.set $e (call $bfused (local.get $k)))
+          (call $batch_product (i32.load (i32.add (local.get $e) (global.get $BF_MATRIX))) (local.get $src)
+            (i32.load (i32.add (local.get $e) (global.get $BF_FIELD))) (local.get $n))
           (br_if $one (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (local.get $count))))
         (return)))
     (call $batch_prepare (local.get $m0) (local.get $src) (local.get $n))
@@ -3068,7 +3181,8 @@
       (then
         (loop $prep
           (call $prepare_to (local.get $m)
-            (i32.add (i32.load offset=4 (local.get $s)) (i32.mul (local.get $t) (i32.load offset=8 (local.get $s))))
+            (i32.add (i32.load (i32.add (local.get $s) (global.get $SL_BASE)))
+                     (i32.mul (local.get $t) (i32.load (i32.add (local.get $s) (global.get $SL_STRIDE)))))
             (i32.add (i32.load (global.get $P_BACT)) (i32.mul (local.get $t) (i32.load (global.get $BACT_STRIDE))))
             (i32.add (i32.load (global.get $P_BACTS)) (i32.shl (local.get $t) (i32.const 2)))
             (i32.shl (global.get $CHUNK) (i32.const 2)))
@@ -3091,12 +3205,13 @@
   (func $job_batch (param $b i32) (param $e i32) (param $slot i32)
     (local $k i32) (local $start i32) (local $end i32) (local $lo i32) (local $hi i32) (local $f i32)
     (loop $each
-      (local.set $f (i32.add (global.get $BFUSED) (i32.shl (local.get $k) (i32.const 4))))
-      (local.set $end (i32.add (local.get $start) (call $d_rows (i32.load (local.get $f)))))
+      (local.set $f (call $bfused (local.get $k)))
+      (local.set $end (i32.add (local.get $start) (call $d_rows (i32.load (i32.add (local.get $f) (global.get $BF_MATRIX))))))
       (local.set $lo (select (local.get $b) (local.get $start) (i32.gt_u (local.get $b) (local.get $start))))
       (local.set $hi (select (local.get $e) (local.get $end) (i32.lt_u (local.get $e) (local.get $end))))
       (if (i32.lt_u (local.get $lo) (local.get $hi))
-        (then (call $batch_rows (i32.load (local.get $f)) (i32.load offset=8 (local.get $f)) (i32.load offset=12 (local.get $f))
+        (then (call $batch_rows (i32.load (i32.add (local.get $f) (global.get $BF_MATRIX)))
+                (i32.load (i32.add (local.get $f) (global.get $BF_BASE))) (i32.load (i32.add (local.get $f) (global.get $BF_STRIDE)))
                 (i32.sub (local.get $lo) (local.get $start)) (i32.sub (local.get $hi) (local.get $start)) (local.get $slot))))
       (local.set $start (local.get $end))
       (br_if $each (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load (global.get $BFUSED_N))))))
@@ -3241,8 +3356,8 @@
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
     (local.get $acc))
 
-  ;; A snapshot block: a 64-byte header (+0 position, +4 sink, +8 head pooling on, +12 cells pooled),
-  ;; then what $snap_walk moves. It holds exactly what the session has written so far, so it is small
+  ;; A snapshot block: a header of SN_HEADER bytes (fields SN_*: position, sink, head pooling on, cells
+  ;; pooled), then what $snap_walk moves. It holds exactly what the session has written so far, so it is small
   ;; for a short prefix (a tools prefix of 400 positions at base: about 5.6 MB of KV rows).
 
   ;; Moves n bytes between the engine's state at `state` and the snapshot at `at`: dir 0 saves
@@ -3308,18 +3423,18 @@
     (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
     (if (i32.eqz (i32.load (global.get $KV_CAP)))
       (then (if (local.tee $r (call $session_reset_i (i32.const 0))) (then (return (local.get $r))))))
-    (local.set $size (call $snap_walk (i32.const 64) (i32.const 2)))
+    (local.set $size (call $snap_walk (global.get $SN_HEADER) (i32.const 2)))
     (if (i32.gt_u (local.get $size) (i32.load (global.get $SNAP_CAP)))
       (then
         (if (i32.eqz (local.tee $blk (call $alloc (local.get $size)))) (then (return (global.get $ERR_MEMORY))))
         (i32.store (global.get $P_SNAP) (local.get $blk))
         (i32.store (global.get $SNAP_CAP) (local.get $size))))
     (local.set $blk (i32.load (global.get $P_SNAP)))
-    (i32.store (local.get $blk) (i32.load (global.get $POS)))
-    (i32.store offset=4 (local.get $blk) (i32.load (global.get $SINK)))
-    (i32.store offset=8 (local.get $blk) (i32.load (global.get $HEADS_ON)))
-    (i32.store offset=12 (local.get $blk) (i32.load (global.get $POOLED)))
-    (drop (call $snap_walk (i32.add (local.get $blk) (i32.const 64)) (i32.const 0)))
+    (i32.store (i32.add (local.get $blk) (global.get $SN_POS)) (i32.load (global.get $POS)))
+    (i32.store (i32.add (local.get $blk) (global.get $SN_SINK)) (i32.load (global.get $SINK)))
+    (i32.store (i32.add (local.get $blk) (global.get $SN_HEADS_ON)) (i32.load (global.get $HEADS_ON)))
+    (i32.store (i32.add (local.get $blk) (global.get $SN_POOLED)) (i32.load (global.get $POOLED)))
+    (drop (call $snap_walk (i32.add (local.get $blk) (global.get $SN_HEADER)) (i32.const 0)))
     (i32.const 0))
 
   ;; snapshot_restore(): the session becomes the one saved (a new session with the saved sink, then
@@ -3329,17 +3444,17 @@
     (local $blk i32) (local $r i32)
     (if (i32.eqz (i32.load (global.get $LOADED))) (then (return (global.get $ERR_NOT_LOADED))))
     (if (i32.eqz (local.tee $blk (i32.load (global.get $P_SNAP)))) (then (return (global.get $ERR_NO_SNAPSHOT))))
-    (if (local.tee $r (call $session_reset_i (i32.load offset=4 (local.get $blk)))) (then (return (local.get $r))))
-    (i32.store (global.get $POS) (i32.load (local.get $blk)))
-    (i32.store (global.get $HEADS_ON) (i32.load offset=8 (local.get $blk)))
-    (i32.store (global.get $POOLED) (i32.load offset=12 (local.get $blk)))
-    (drop (call $snap_walk (i32.add (local.get $blk) (i32.const 64)) (i32.const 1)))
+    (if (local.tee $r (call $session_reset_i (i32.load (i32.add (local.get $blk) (global.get $SN_SINK))))) (then (return (local.get $r))))
+    (i32.store (global.get $POS) (i32.load (i32.add (local.get $blk) (global.get $SN_POS))))
+    (i32.store (global.get $HEADS_ON) (i32.load (i32.add (local.get $blk) (global.get $SN_HEADS_ON))))
+    (i32.store (global.get $POOLED) (i32.load (i32.add (local.get $blk) (global.get $SN_POOLED))))
+    (drop (call $snap_walk (i32.add (local.get $blk) (global.get $SN_HEADER)) (i32.const 1)))
     (i32.const 0))
 
   ;; snapshot_position(): the position of the saved snapshot, or -1 when there is none.
   (func (export "snapshot_position") (result i32)
     (if (result i32) (i32.load (global.get $P_SNAP))
-      (then (i32.load (i32.load (global.get $P_SNAP))))
+      (then (i32.load (i32.add (i32.load (global.get $P_SNAP)) (global.get $SN_POS))))
       (else (i32.const -1))))
 
   ;; ------------------------------------------------------------------------------------------
@@ -3918,7 +4033,13 @@
 
   ;; Piece table entry of id.
   (func $piece (param $id i32) (result i32)
-    (i32.add (i32.load (global.get $P_TOK_PIECES)) (i32.shl (local.get $id) (i32.const 4))))
+    (i32.add (i32.load (global.get $P_TOK_PIECES)) (i32.mul (local.get $id) (global.get $PIECE_SIZE))))
+
+  ;; Field getters of a piece table entry (PIECE_*).
+  (func $piece_surface (param $e i32) (result i32) (i32.load (i32.add (local.get $e) (global.get $PIECE_SURFACE))))
+  (func $piece_len (param $e i32) (result i32) (i32.load (i32.add (local.get $e) (global.get $PIECE_LEN))))
+  (func $piece_score (param $e i32) (result f32) (f32.load (i32.add (local.get $e) (global.get $PIECE_SCORE))))
+  (func $piece_type (param $e i32) (result i32) (i32.load (i32.add (local.get $e) (global.get $PIECE_TYPE))))
 
   ;; Hash slot holding the piece whose surface is the n bytes at p, or the empty slot where it goes.
   (func $tok_slot (param $p i32) (param $n i32) (result i32)
@@ -3929,8 +4050,8 @@
       (local.set $v (i32.load (local.get $slot)))
       (if (i32.eqz (local.get $v)) (then (return (local.get $slot))))
       (local.set $e (call $piece (i32.sub (local.get $v) (i32.const 1))))
-      (if (i32.eq (i32.load offset=4 (local.get $e)) (local.get $n))
-        (then (if (call $bytes_eq (i32.load (local.get $e)) (local.get $p) (local.get $n)) (then (return (local.get $slot))))))
+      (if (i32.eq (call $piece_len (local.get $e)) (local.get $n))
+        (then (if (call $bytes_eq (call $piece_surface (local.get $e)) (local.get $p) (local.get $n)) (then (return (local.get $slot))))))
       (local.set $h (i32.add (local.get $h) (i32.const 1)))
       (br $probe))
     (unreachable))
@@ -3960,40 +4081,48 @@
   ;; 0, ERR_TOKENIZER (ADDR_ERR_DETAIL: piece index or -1), ERR_VOCAB or ERR_MEMORY.
   (func $tok_load (param $rec i32) (result i32)
     (local $b i32) (local $size i32) (local $n i32) (local $i i32) (local $at i32) (local $e i32) (local $len i32)
-    (local $cap i32)
+    (local $cap i32) (local $r i32)
     (local.set $b (call $d_data (call $rec (local.get $rec))))
     (local.set $size (call $d_elements (call $rec (local.get $rec))))
     (i32.store (global.get $P_TOK_BLOB) (local.get $b))
     (i32.store (global.get $TOK_BLOBLEN) (local.get $size))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
-    (if (i32.lt_u (local.get $size) (i32.const 24)) (then (return (global.get $ERR_TOKENIZER))))
-    (local.set $n (i32.load (local.get $b)))
-    (if (i32.or (i32.gt_u (i32.load8_u offset=20 (local.get $b)) (i32.const 1)) (i32.gt_u (i32.load8_u offset=21 (local.get $b)) (i32.const 1)))
+    (if (i32.lt_u (local.get $size) (global.get $TB_RECORDS)) (then (return (global.get $ERR_TOKENIZER))))
+    (local.set $n (i32.load (i32.add (local.get $b) (global.get $TB_N_PIECES))))
+    (if (i32.or (i32.gt_u (i32.load8_u (i32.add (local.get $b) (global.get $TB_ADD_DUMMY_PREFIX))) (i32.const 1))
+                (i32.gt_u (i32.load8_u (i32.add (local.get $b) (global.get $TB_BYTE_FALLBACK))) (i32.const 1)))
       (then (return (global.get $ERR_TOKENIZER))))
-    (if (i32.load16_u offset=22 (local.get $b)) (then (return (global.get $ERR_TOKENIZER))))
+    (if (i32.load16_u (i32.add (local.get $b) (global.get $TB_RESERVED))) (then (return (global.get $ERR_TOKENIZER))))
     (if (i32.or (i32.lt_u (local.get $n) (i32.const 1)) (i32.gt_u (local.get $n) (i32.const 1048576))) (then (return (global.get $ERR_TOKENIZER))))
-    (if (i32.gt_u (local.get $n) (i32.div_u (i32.sub (local.get $size) (i32.const 24)) (i32.const 8))) (then (return (global.get $ERR_TOKENIZER))))
-    (memory.copy (global.get $TOK_IDS) (i32.add (local.get $b) (i32.const 4)) (i32.const 16))
-    (i32.store (global.get $TOK_DUMMY) (i32.load8_u offset=20 (local.get $b)))
-    (i32.store (global.get $TOK_BYTEFB) (i32.load8_u offset=21 (local.get $b)))
-    (if (i32.eqz (call $buf (global.get $P_TOK_PIECES) (i32.shl (local.get $n) (i32.const 4)))) (then (return (global.get $ERR_MEMORY))))
+    ;; a record holds at least its fixed fields and one byte of surface
+    (if (i32.gt_u (local.get $n) (i32.div_u (i32.sub (local.get $size) (global.get $TB_RECORDS))
+                                            (i32.add (global.get $TR_SURFACE) (i32.const 1))))
+      (then (return (global.get $ERR_TOKENIZER))))
+    (memory.copy (global.get $TOK_IDS) (i32.add (local.get $b) (global.get $TB_PAD_ID)) (i32.const 16))  ;; pad, eos, bos, unk
+    (i32.store (global.get $TOK_DUMMY) (i32.load8_u (i32.add (local.get $b) (global.get $TB_ADD_DUMMY_PREFIX))))
+    (i32.store (global.get $TOK_BYTEFB) (i32.load8_u (i32.add (local.get $b) (global.get $TB_BYTE_FALLBACK))))
+    (if (i32.eqz (call $buf (global.get $P_TOK_PIECES) (i32.mul (local.get $n) (global.get $PIECE_SIZE))))
+      (then (return (global.get $ERR_MEMORY))))
     (local.set $cap (i32.const 16))
     (loop $c (if (i32.lt_u (local.get $cap) (i32.shl (local.get $n) (i32.const 1))) (then (local.set $cap (i32.shl (local.get $cap) (i32.const 1))) (br $c))))
     (if (i32.eqz (call $buf (global.get $P_TOK_HASH) (i32.shl (local.get $cap) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
     (i32.store (global.get $TOK_MASK) (i32.sub (local.get $cap) (i32.const 1)))
-    (local.set $at (i32.const 24))
-    (loop $parse  ;; records: f32 score, u8 type, u16 length, surface
+    (local.set $at (global.get $TB_RECORDS))
+    (loop $parse  ;; records (TR_*): f32 score, u8 type, u16 surface_len, surface
       (i32.store (global.get $ERR_DETAIL) (local.get $i))
-      (if (i32.gt_u (i32.add (local.get $at) (i32.const 7)) (local.get $size)) (then (return (global.get $ERR_TOKENIZER))))
-      (if (i32.gt_u (i32.load8_u offset=4 (i32.add (local.get $b) (local.get $at))) (i32.const 4)) (then (return (global.get $ERR_TOKENIZER))))
-      (local.set $len (i32.load16_u offset=5 (i32.add (local.get $b) (local.get $at))))
-      (if (i32.gt_u (i32.add (i32.add (local.get $at) (i32.const 7)) (local.get $len)) (local.get $size)) (then (return (global.get $ERR_TOKENIZER))))
+      (local.set $r (i32.add (local.get $b) (local.get $at)))
+      (if (i32.gt_u (i32.add (local.get $at) (global.get $TR_SURFACE)) (local.get $size)) (then (return (global.get $ERR_TOKENIZER))))
+      (if (i32.gt_u (i32.load8_u (i32.add (local.get $r) (global.get $TR_TYPE))) (global.get $TYPE_BYTE))
+        (then (return (global.get $ERR_TOKENIZER))))
+      (local.set $len (i32.load16_u (i32.add (local.get $r) (global.get $TR_SURFACE_LEN))))
+      (if (i32.gt_u (i32.add (i32.add (local.get $at) (global.get $TR_SURFACE)) (local.get $len)) (local.get $size))
+        (then (return (global.get $ERR_TOKENIZER))))
       (local.set $e (call $piece (local.get $i)))
-      (i32.store (local.get $e) (i32.add (local.get $b) (i32.add (local.get $at) (i32.const 7))))
-      (i32.store offset=4 (local.get $e) (local.get $len))
-      (i32.store offset=8 (local.get $e) (i32.load (i32.add (local.get $b) (local.get $at))))
-      (i32.store offset=12 (local.get $e) (i32.load8_u offset=4 (i32.add (local.get $b) (local.get $at))))
-      (local.set $at (i32.add (local.get $at) (i32.add (i32.const 7) (local.get $len))))
+      (i32.store (i32.add (local.get $e) (global.get $PIECE_SURFACE)) (i32.add (local.get $r) (global.get $TR_SURFACE)))
+      (i32.store (i32.add (local.get $e) (global.get $PIECE_LEN)) (local.get $len))
+      (i32.store (i32.add (local.get $e) (global.get $PIECE_SCORE)) (i32.load (i32.add (local.get $r) (global.get $TR_SCORE))))
+      (i32.store (i32.add (local.get $e) (global.get $PIECE_TYPE)) (i32.load8_u (i32.add (local.get $r) (global.get $TR_TYPE))))
+      (local.set $at (i32.add (local.get $at) (i32.add (global.get $TR_SURFACE) (local.get $len))))
       (br_if $parse (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
     (if (i32.ne (local.get $at) (local.get $size)) (then (return (global.get $ERR_TOKENIZER))))
@@ -4010,25 +4139,28 @@
     (loop $pieces
       (i32.store (global.get $ERR_DETAIL) (local.get $i))
       (local.set $e (call $piece (local.get $i)))
-      (local.set $t (i32.load offset=12 (local.get $e)))
-      (if (i32.eqz (i32.load offset=4 (local.get $e))) (then (return (global.get $ERR_TOKENIZER))))
-      (if (i32.eqz (call $utf8_valid (i32.load (local.get $e)) (i32.load offset=4 (local.get $e)))) (then (return (global.get $ERR_TOKENIZER))))
-      (if (f32.ne (f32.sub (f32.load offset=8 (local.get $e)) (f32.load offset=8 (local.get $e))) (f32.const 0)) (then (return (global.get $ERR_TOKENIZER))))
-      (local.set $slot (call $tok_slot (i32.load (local.get $e)) (i32.load offset=4 (local.get $e))))
+      (local.set $t (call $piece_type (local.get $e)))
+      (if (i32.eqz (call $piece_len (local.get $e))) (then (return (global.get $ERR_TOKENIZER))))
+      (if (i32.eqz (call $utf8_valid (call $piece_surface (local.get $e)) (call $piece_len (local.get $e))))
+        (then (return (global.get $ERR_TOKENIZER))))
+      (if (f32.ne (f32.sub (call $piece_score (local.get $e)) (call $piece_score (local.get $e))) (f32.const 0))  ;; NaN or infinite
+        (then (return (global.get $ERR_TOKENIZER))))
+      (local.set $slot (call $tok_slot (call $piece_surface (local.get $e)) (call $piece_len (local.get $e))))
       (if (i32.load (local.get $slot)) (then (return (global.get $ERR_TOKENIZER))))
       (i32.store (local.get $slot) (i32.add (local.get $i) (i32.const 1)))
-      (if (i32.eq (local.get $t) (i32.const 4))
+      (if (i32.eq (local.get $t) (global.get $TYPE_BYTE))
         (then
-          (local.set $by (call $byte_of (i32.load (local.get $e)) (i32.load offset=4 (local.get $e))))
+          (local.set $by (call $byte_of (call $piece_surface (local.get $e)) (call $piece_len (local.get $e))))
           (if (i32.lt_s (local.get $by) (i32.const 0)) (then (return (global.get $ERR_TOKENIZER))))
           (i32.store (i32.add (local.get $bytes) (i32.shl (local.get $by) (i32.const 2))) (local.get $i))))
-      (if (i32.eq (local.get $t) (i32.const 1)) (then (local.set $unk (i32.add (local.get $unk) (i32.const 1)))))
+      (if (i32.eq (local.get $t) (global.get $TYPE_UNKNOWN)) (then (local.set $unk (i32.add (local.get $unk) (i32.const 1)))))
       (br_if $pieces (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
     (i32.store (global.get $ERR_DETAIL) (i32.const -1))
     (loop $specials  ;; pad, eos, bos: CONTROL; unk: UNKNOWN
       (local.set $by (i32.load (i32.add (global.get $TOK_IDS) (i32.shl (local.get $k) (i32.const 2)))))
       (if (i32.ge_u (local.get $by) (local.get $n)) (then (return (global.get $ERR_TOKENIZER))))
-      (if (i32.ne (i32.load offset=12 (call $piece (local.get $by))) (select (i32.const 1) (i32.const 2) (i32.eq (local.get $k) (i32.const 3))))
+      (if (i32.ne (call $piece_type (call $piece (local.get $by)))
+                  (select (global.get $TYPE_UNKNOWN) (global.get $TYPE_CONTROL) (i32.eq (local.get $k) (i32.const 3))))
         (then (return (global.get $ERR_TOKENIZER))))
       (br_if $specials (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 4))))
     (if (i32.ne (local.get $unk) (i32.const 1)) (then (return (global.get $ERR_TOKENIZER))))
@@ -4049,15 +4181,15 @@
     (if (i32.eqz (call $buf (global.get $P_TOK_MARK) (i32.shl (local.get $n) (i32.const 2)))) (then (return (global.get $ERR_MEMORY))))
     (local.set $p (i32.load (global.get $P_TOK_MARK)))
     (loop $each
-      (if (i32.eq (i32.load offset=12 (call $piece (local.get $i))) (i32.const 3))
+      (if (i32.eq (call $piece_type (call $piece (local.get $i))) (global.get $TYPE_USER_DEFINED))
         (then
           ;; insertion: shift shorter markers right, keep equal lengths in id order
-          (local.set $len (i32.load offset=4 (call $piece (local.get $i))))
+          (local.set $len (call $piece_len (call $piece (local.get $i))))
           (local.set $j (local.get $m))
           (block $placed (loop $shift
             (br_if $placed (i32.eqz (local.get $j)))
             (local.set $id (i32.load (i32.add (local.get $p) (i32.shl (i32.sub (local.get $j) (i32.const 1)) (i32.const 2)))))
-            (br_if $placed (i32.ge_u (i32.load offset=4 (call $piece (local.get $id))) (local.get $len)))
+            (br_if $placed (i32.ge_u (call $piece_len (call $piece (local.get $id))) (local.get $len)))
             (i32.store (i32.add (local.get $p) (i32.shl (local.get $j) (i32.const 2))) (local.get $id))
             (local.set $j (i32.sub (local.get $j) (i32.const 1)))
             (br $shift)))
@@ -4067,44 +4199,53 @@
     (i32.store (global.get $TOK_NMARK) (local.get $m))
     (i32.const 0))
 
-  ;; Ensures the block at `field` (capacity at field + 4) holds n bytes; 0 when memory cannot grow.
+  ;; Ensures the block at `field` (capacity at field + BLOCK_CAP) holds n bytes; 0 when memory cannot grow.
   (func $ensure (param $field i32) (param $n i32) (result i32)
-    (if (i32.gt_u (local.get $n) (i32.load offset=4 (local.get $field)))
+    (if (i32.gt_u (local.get $n) (i32.load (i32.add (local.get $field) (global.get $BLOCK_CAP))))
       (then
         (i32.store (local.get $field) (call $alloc (local.get $n)))
-        (i32.store offset=4 (local.get $field) (select (local.get $n) (i32.const 0) (i32.ne (i32.load (local.get $field)) (i32.const 0))))))
+        (i32.store (i32.add (local.get $field) (global.get $BLOCK_CAP))
+          (select (local.get $n) (i32.const 0) (i32.ne (i32.load (local.get $field)) (i32.const 0))))))
     (i32.load (local.get $field)))
 
-  ;; Symbol i of the BPE scratch: +0 begin, +4 size (0: merged away), +8 prev, +12 next, +16 frozen
-  ;; (+20..27 unused).
+  ;; Symbol i of the BPE scratch (SYM_*: begin, bytes (0: merged away), prev, next, frozen).
   (func $sym (param $i i32) (result i32)
-    (i32.add (i32.load (global.get $P_TOK_SYM)) (i32.mul (local.get $i) (i32.const 28))))
+    (i32.add (i32.load (global.get $P_TOK_SYM)) (i32.mul (local.get $i) (global.get $SYM_SIZE))))
+
+  ;; Field getters of a symbol (SYM_*).
+  (func $sym_begin (param $s i32) (result i32) (i32.load (i32.add (local.get $s) (global.get $SYM_BEGIN))))
+  (func $sym_bytes (param $s i32) (result i32) (i32.load (i32.add (local.get $s) (global.get $SYM_BYTES))))
+  (func $sym_prev (param $s i32) (result i32) (i32.load (i32.add (local.get $s) (global.get $SYM_PREV))))
+  (func $sym_next (param $s i32) (result i32) (i32.load (i32.add (local.get $s) (global.get $SYM_NEXT))))
+  (func $sym_frozen (param $s i32) (result i32) (i32.load (i32.add (local.get $s) (global.get $SYM_FROZEN))))
 
   ;; When symbol i and the next one merge into a NORMAL or USER_DEFINED piece (neither frozen), puts
   ;; that candidate on the merge heap with the piece's score.
   (func $pair (param $text i32) (param $i i32)
     (local $s i32) (local $t i32) (local $id i32) (local $size i32)
     (local.set $s (call $sym (local.get $i)))
-    (if (i32.lt_s (i32.load offset=12 (local.get $s)) (i32.const 0)) (then (return)))
-    (local.set $t (call $sym (i32.load offset=12 (local.get $s))))
-    (if (i32.or (i32.load offset=16 (local.get $s)) (i32.load offset=16 (local.get $t))) (then (return)))
-    (local.set $size (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (local.get $t))))
-    (local.set $id (call $tok_find (i32.add (local.get $text) (i32.load (local.get $s))) (local.get $size)))
+    (if (i32.lt_s (call $sym_next (local.get $s)) (i32.const 0)) (then (return)))
+    (local.set $t (call $sym (call $sym_next (local.get $s))))
+    (if (i32.or (call $sym_frozen (local.get $s)) (call $sym_frozen (local.get $t))) (then (return)))
+    (local.set $size (i32.add (call $sym_bytes (local.get $s)) (call $sym_bytes (local.get $t))))
+    (local.set $id (call $tok_find (i32.add (local.get $text) (call $sym_begin (local.get $s))) (local.get $size)))
     (if (i32.lt_s (local.get $id) (i32.const 0)) (then (return)))
     (if (i32.eqz (call $mergeable (local.get $id))) (then (return)))
-    (call $heap_push (f32.load offset=8 (call $piece (local.get $id))) (local.get $i) (i32.load offset=12 (local.get $s)) (local.get $size)))
+    (call $heap_push (call $piece_score (call $piece (local.get $id))) (local.get $i) (call $sym_next (local.get $s)) (local.get $size)))
 
-  ;; Merge heap entry k: +0 f32 score, +4 left symbol, +8 right symbol, +12 bytes of the merged piece
-  ;; (a candidate whose symbols have changed since no longer adds up to it, or no longer neighbours).
+  ;; Merge heap entry k (CAND_*: score, left symbol, right symbol, bytes of the merged piece; a candidate
+  ;; whose symbols have changed since no longer adds up to it, or no longer neighbours).
   (func $hent (param $k i32) (result i32)
-    (i32.add (i32.load (global.get $P_TOK_HEAP)) (i32.shl (local.get $k) (i32.const 4))))
+    (i32.add (i32.load (global.get $P_TOK_HEAP)) (i32.mul (local.get $k) (global.get $CAND_SIZE))))
   ;; 1 when entry a is merged before entry b: the higher score, then the leftmost.
   (func $hbefore (param $a i32) (param $b i32) (result i32)
     (local $sa f32) (local $sb f32)
-    (local.set $sa (f32.load (local.get $a)))
-    (local.set $sb (f32.load (local.get $b)))
+    (local.set $sa (f32.load (i32.add (local.get $a) (global.get $CAND_SCORE))))
+    (local.set $sb (f32.load (i32.add (local.get $b) (global.get $CAND_SCORE))))
     (i32.or (f32.gt (local.get $sa) (local.get $sb))
-            (i32.and (f32.eq (local.get $sa) (local.get $sb)) (i32.lt_s (i32.load offset=4 (local.get $a)) (i32.load offset=4 (local.get $b))))))
+            (i32.and (f32.eq (local.get $sa) (local.get $sb))
+                     (i32.lt_s (i32.load (i32.add (local.get $a) (global.get $CAND_LEFT)))
+                               (i32.load (i32.add (local.get $b) (global.get $CAND_LEFT)))))))
   (func $hswap (param $a i32) (param $b i32)
     (local $t v128)
     (local.set $t (v128.load (local.get $a)))
@@ -4117,10 +4258,10 @@
     (local.set $k (i32.load (global.get $TOK_HEAPN)))
     (i32.store (global.get $TOK_HEAPN) (i32.add (local.get $k) (i32.const 1)))
     (local.set $e (call $hent (local.get $k)))
-    (f32.store (local.get $e) (local.get $score))
-    (i32.store offset=4 (local.get $e) (local.get $l))
-    (i32.store offset=8 (local.get $e) (local.get $r))
-    (i32.store offset=12 (local.get $e) (local.get $size))
+    (f32.store (i32.add (local.get $e) (global.get $CAND_SCORE)) (local.get $score))
+    (i32.store (i32.add (local.get $e) (global.get $CAND_LEFT)) (local.get $l))
+    (i32.store (i32.add (local.get $e) (global.get $CAND_RIGHT)) (local.get $r))
+    (i32.store (i32.add (local.get $e) (global.get $CAND_BYTES)) (local.get $size))
     (block $done (loop $up
       (br_if $done (i32.eqz (local.get $k)))
       (local.set $p (i32.shr_u (i32.sub (local.get $k) (i32.const 1)) (i32.const 1)))
@@ -4152,13 +4293,13 @@
     (block $none (loop $next
       (br_if $none (i32.eqz (i32.load (global.get $TOK_HEAPN))))
       (local.set $e (call $hent (i32.const 0)))
-      (local.set $l (i32.load offset=4 (local.get $e)))
-      (local.set $r (i32.load offset=8 (local.get $e)))
-      (local.set $size (i32.load offset=12 (local.get $e)))
+      (local.set $l (i32.load (i32.add (local.get $e) (global.get $CAND_LEFT))))
+      (local.set $r (i32.load (i32.add (local.get $e) (global.get $CAND_RIGHT))))
+      (local.set $size (i32.load (i32.add (local.get $e) (global.get $CAND_BYTES))))
       (call $heap_remove_top)
       (local.set $s (call $sym (local.get $l)))
-      (if (i32.and (i32.eq (i32.load offset=12 (local.get $s)) (local.get $r))
-                   (i32.eq (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (call $sym (local.get $r)))) (local.get $size)))
+      (if (i32.and (i32.eq (call $sym_next (local.get $s)) (local.get $r))
+                   (i32.eq (i32.add (call $sym_bytes (local.get $s)) (call $sym_bytes (call $sym (local.get $r)))) (local.get $size)))
         (then (return (local.get $l))))
       (br $next)))
     (i32.const -1))
@@ -4166,8 +4307,8 @@
   ;; 1 for NORMAL and USER_DEFINED pieces.
   (func $mergeable (param $id i32) (result i32)
     (local $t i32)
-    (local.set $t (i32.load offset=12 (call $piece (local.get $id))))
-    (i32.or (i32.eqz (local.get $t)) (i32.eq (local.get $t) (i32.const 3))))
+    (local.set $t (call $piece_type (call $piece (local.get $id))))
+    (i32.or (i32.eq (local.get $t) (global.get $TYPE_NORMAL)) (i32.eq (local.get $t) (global.get $TYPE_USER_DEFINED))))
 
   ;; Normalises n bytes at p into TOK_NORM (spaces -> U+2581, optional dummy prefix); returns its length.
   (func $normalise (param $p i32) (param $n i32) (param $dummy i32) (result i32)
@@ -4198,9 +4339,9 @@
     (block $none (loop $l
       (br_if $none (i32.ge_u (local.get $k) (i32.load (global.get $TOK_NMARK))))
       (local.set $e (call $piece (i32.load (i32.add (i32.load (global.get $P_TOK_MARK)) (i32.shl (local.get $k) (i32.const 2))))))
-      (local.set $len (i32.load offset=4 (local.get $e)))
+      (local.set $len (call $piece_len (local.get $e)))
       (if (i32.le_u (i32.add (local.get $at) (local.get $len)) (local.get $tl))
-        (then (if (call $bytes_eq (i32.add (local.get $text) (local.get $at)) (i32.load (local.get $e)) (local.get $len))
+        (then (if (call $bytes_eq (i32.add (local.get $text) (local.get $at)) (call $piece_surface (local.get $e)) (local.get $len))
                 (then (return (local.get $len))))))
       (local.set $k (i32.add (local.get $k) (i32.const 1)))
       (br $l)))
@@ -4216,12 +4357,12 @@
       (if (i32.eqz (local.get $frozen))
         (then (local.set $len (i32.and (call $utf8_step (i32.add (local.get $text) (local.get $at)) (i32.sub (local.get $tl) (local.get $at))) (i32.const 255)))))
       (local.set $s (call $sym (local.get $n)))
-      (i32.store (local.get $s) (local.get $at))
-      (i32.store offset=4 (local.get $s) (local.get $len))
-      (i32.store offset=8 (local.get $s) (i32.sub (local.get $n) (i32.const 1)))
-      (i32.store offset=12 (local.get $s) (select (i32.add (local.get $n) (i32.const 1)) (i32.const -1)
+      (i32.store (i32.add (local.get $s) (global.get $SYM_BEGIN)) (local.get $at))
+      (i32.store (i32.add (local.get $s) (global.get $SYM_BYTES)) (local.get $len))
+      (i32.store (i32.add (local.get $s) (global.get $SYM_PREV)) (i32.sub (local.get $n) (i32.const 1)))
+      (i32.store (i32.add (local.get $s) (global.get $SYM_NEXT)) (select (i32.add (local.get $n) (i32.const 1)) (i32.const -1)
         (i32.lt_u (i32.add (local.get $at) (local.get $len)) (local.get $tl))))
-      (i32.store offset=16 (local.get $s) (local.get $frozen))
+      (i32.store (i32.add (local.get $s) (global.get $SYM_FROZEN)) (local.get $frozen))
       (local.set $n (i32.add (local.get $n) (i32.const 1)))
       (local.set $at (i32.add (local.get $at) (local.get $len)))
       (br $l)))
@@ -4241,16 +4382,17 @@
       (local.set $best (call $heap_best))
       (br_if $done (i32.lt_s (local.get $best) (i32.const 0)))
       (local.set $s (call $sym (local.get $best)))
-      (local.set $r (i32.load offset=12 (local.get $s)))
+      (local.set $r (call $sym_next (local.get $s)))
       (local.set $rs (call $sym (local.get $r)))
-      (i32.store offset=4 (local.get $s) (i32.add (i32.load offset=4 (local.get $s)) (i32.load offset=4 (local.get $rs))))
-      (i32.store offset=12 (local.get $s) (i32.load offset=12 (local.get $rs)))
-      (if (i32.ge_s (i32.load offset=12 (local.get $rs)) (i32.const 0))
-        (then (i32.store offset=8 (call $sym (i32.load offset=12 (local.get $rs))) (local.get $best))))
-      (i32.store offset=4 (local.get $rs) (i32.const 0))
-      (i32.store offset=12 (local.get $rs) (i32.const -1))
-      (if (i32.ge_s (i32.load offset=8 (local.get $s)) (i32.const 0))
-        (then (call $pair (local.get $text) (i32.load offset=8 (local.get $s)))))
+      (i32.store (i32.add (local.get $s) (global.get $SYM_BYTES))
+        (i32.add (call $sym_bytes (local.get $s)) (call $sym_bytes (local.get $rs))))
+      (i32.store (i32.add (local.get $s) (global.get $SYM_NEXT)) (call $sym_next (local.get $rs)))
+      (if (i32.ge_s (call $sym_next (local.get $rs)) (i32.const 0))
+        (then (i32.store (i32.add (call $sym (call $sym_next (local.get $rs))) (global.get $SYM_PREV)) (local.get $best))))
+      (i32.store (i32.add (local.get $rs) (global.get $SYM_BYTES)) (i32.const 0))
+      (i32.store (i32.add (local.get $rs) (global.get $SYM_NEXT)) (i32.const -1))
+      (if (i32.ge_s (call $sym_prev (local.get $s)) (i32.const 0))
+        (then (call $pair (local.get $text) (call $sym_prev (local.get $s)))))
       (call $pair (local.get $text) (local.get $best))
       (br $round))))
 
@@ -4265,19 +4407,21 @@
     (local.set $tl (call $normalise (local.get $p) (local.get $n) (i32.and (local.get $mode) (i32.load (global.get $TOK_DUMMY)))))
     (if (i32.lt_s (local.get $tl) (i32.const 0)) (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
     (local.set $text (i32.load (global.get $P_TOK_NORM)))
-    (if (i32.eqz (call $ensure (global.get $P_TOK_SYM) (i32.mul (i32.add (local.get $tl) (i32.const 1)) (i32.const 28))))
+    (if (i32.eqz (call $ensure (global.get $P_TOK_SYM) (i32.mul (i32.add (local.get $tl) (i32.const 1)) (global.get $SYM_SIZE))))
       (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
-    ;; the heap: every first pair, then two per merge (at most one merge per symbol)
-    (if (i32.eqz (call $ensure (global.get $P_TOK_HEAP) (i32.mul (i32.add (local.get $tl) (i32.const 1)) (i32.const 48))))
+    ;; the heap: three entries per symbol (every first pair, then two per merge; at most one merge per symbol)
+    (if (i32.eqz (call $ensure (global.get $P_TOK_HEAP)
+                   (i32.mul (i32.mul (i32.add (local.get $tl) (i32.const 1)) (i32.const 3)) (global.get $CAND_SIZE))))
       (then (return (i32.sub (i32.const 0) (global.get $ERR_MEMORY)))))
     (local.set $ns (call $split (local.get $text) (local.get $tl)))
     (call $merge_all (local.get $text) (local.get $ns))
     (block $done (loop $emit
       (br_if $done (i32.lt_s (local.get $i) (i32.const 0)))
       (local.set $s (call $sym (local.get $i)))
-      (local.set $id (call $tok_find (i32.add (local.get $text) (i32.load (local.get $s))) (i32.load offset=4 (local.get $s))))
+      (local.set $id (call $tok_find (i32.add (local.get $text) (call $sym_begin (local.get $s))) (call $sym_bytes (local.get $s))))
       (if (i32.and (i32.ge_s (local.get $id) (i32.const 0))
-                   (i32.ne (i32.load offset=12 (call $piece (select (local.get $id) (i32.const 0) (i32.ge_s (local.get $id) (i32.const 0))))) (i32.const 1)))
+                   (i32.ne (call $piece_type (call $piece (select (local.get $id) (i32.const 0) (i32.ge_s (local.get $id) (i32.const 0)))))
+                           (global.get $TYPE_UNKNOWN)))
         (then
           (if (i32.ge_u (local.get $count) (local.get $cap)) (then (return (i32.sub (i32.const 0) (global.get $ERR_CAPACITY)))))
           (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2))) (local.get $id))
@@ -4290,14 +4434,16 @@
                 (if (i32.ge_u (local.get $count) (local.get $cap)) (then (return (i32.sub (i32.const 0) (global.get $ERR_CAPACITY)))))
                 (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2)))
                   (i32.load (i32.add (i32.load (global.get $P_TOK_BYTE))
-                    (i32.shl (i32.load8_u (i32.add (i32.add (local.get $text) (i32.load (local.get $s))) (local.get $k))) (i32.const 2)))))
+                    (i32.shl (i32.load8_u (i32.add (i32.add (local.get $text) (call $sym_begin (local.get $s))) (local.get $k)))
+                             (i32.const 2)))))
                 (local.set $count (i32.add (local.get $count) (i32.const 1)))
-                (br_if $bytes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.load offset=4 (local.get $s))))))
+                (br_if $bytes (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (call $sym_bytes (local.get $s))))))
             (else
               (if (i32.ge_u (local.get $count) (local.get $cap)) (then (return (i32.sub (i32.const 0) (global.get $ERR_CAPACITY)))))
-              (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2))) (i32.load offset=12 (global.get $TOK_IDS)))
+              (i32.store (i32.add (local.get $out) (i32.shl (local.get $count) (i32.const 2)))
+                (i32.load (i32.add (global.get $TOK_IDS) (global.get $IDS_UNK))))
               (local.set $count (i32.add (local.get $count) (i32.const 1)))))))
-      (local.set $i (i32.load offset=12 (local.get $s)))
+      (local.set $i (call $sym_next (local.get $s)))
       (br $emit)))
     (local.get $count))
 
@@ -4308,13 +4454,14 @@
     (if (i32.eqz (i32.load (global.get $TOK_N))) (then (return (i32.sub (i32.const 0) (global.get $ERR_NO_TOKENIZER)))))
     (if (i32.ge_u (local.get $id) (i32.load (global.get $TOK_N))) (then (return (i32.sub (i32.const 0) (global.get $ERR_TOKEN)))))
     (local.set $e (call $piece (local.get $id)))
-    (local.set $t (i32.load offset=12 (local.get $e)))
-    (if (i32.or (i32.eq (local.get $t) (i32.const 1)) (i32.eq (local.get $t) (i32.const 2))) (then (return (i32.const 0))))
-    (if (i32.eq (local.get $t) (i32.const 4))
-      (then (i32.store8 (local.get $out) (call $byte_of (i32.load (local.get $e)) (i32.load offset=4 (local.get $e))))
+    (local.set $t (call $piece_type (local.get $e)))
+    (if (i32.or (i32.eq (local.get $t) (global.get $TYPE_UNKNOWN)) (i32.eq (local.get $t) (global.get $TYPE_CONTROL)))
+      (then (return (i32.const 0))))
+    (if (i32.eq (local.get $t) (global.get $TYPE_BYTE))
+      (then (i32.store8 (local.get $out) (call $byte_of (call $piece_surface (local.get $e)) (call $piece_len (local.get $e))))
             (return (i32.const 1))))
-    (local.set $p (i32.load (local.get $e)))
-    (local.set $end (i32.add (local.get $p) (i32.load offset=4 (local.get $e))))
+    (local.set $p (call $piece_surface (local.get $e)))
+    (local.set $end (i32.add (local.get $p) (call $piece_len (local.get $e))))
     (local.set $o (local.get $out))
     (block $d (loop $l
       (br_if $d (i32.ge_u (local.get $p) (local.get $end)))
