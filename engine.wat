@@ -148,7 +148,7 @@
   (global $P_BROW   i32 (i32.const 1376))   ;; -> per thread slot, BROW_BYTES each: one packed row expanded to i16
   (global $BROW_SLOTS i32 (i32.const 1380)) ;; thread slots P_BROW holds
   (global $BROW_BYTES i32 (i32.const 1384)) ;; bytes per slot
-  ;; The 120-byte header, copied as is to GEO. Each field's address is GEO + its header offset and is
+  ;; The header (HEADER_BYTES), copied as is to GEO. Each field's address is GEO + its header offset and is
   ;; exported as GEO_<header field name>, so the driver builds the geometry from the exports alone:
   ;; engram_orders and engram_sites are u32[4], rope_theta is f32, every other field a u32.
   (global $GEO (export "ADDR_GEO") i32 (i32.const 1536))
@@ -175,7 +175,7 @@
   (global $G_NSITE (export "GEO_num_engram_sites") i32 (i32.const 1632))
   (global $G_SITE (export "GEO_engram_sites") i32 (i32.const 1636))
   (global $G_THETA (export "GEO_rope_theta") i32 (i32.const 1652))
-  (global $CODEBOOK (export "ADDR_CODEBOOK") i32 (i32.const 1664)) ;; 28 f32 as read
+  (global $CODEBOOK (export "ADDR_CODEBOOK") i32 (i32.const 1664)) ;; CODEBOOK_LEN f32 as read: cb2 at +CB2, cb3 at +CB3, cb4 at +CB4
   (global $LEVELS i32 (i32.const 1792)) ;; f32 levels by raw index, 16 per kind (0: 2-bit, 1: 3-bit, 2: 4-bit, 3: ternary)
   (global $CBQ    i32 (i32.const 2048)) ;; int8 levels (16 bytes) per kind, for i8x16.swizzle
   (global $CBS    i32 (i32.const 2112)) ;; f32 scale of the int8 levels per kind
@@ -256,7 +256,34 @@
   (global $JOBLOG_STEP    (export "JOBLOG_KIND_STEP")    i32 (i32.const 2)) ;; one step
   (global $JOBLOG_PREFILL (export "JOBLOG_KIND_PREFILL") i32 (i32.const 3)) ;; one prefill call
 
-
+  ;; The archive (docs/archive-format.md): the header [0, HEADER_BYTES), copied to GEO (fields G_*); the
+  ;; CODEBOOK_LEN f32 codebooks right after it, copied to CODEBOOK; the directory right after them, DIR_SIZE
+  ;; bytes per record ($rec_at), fields DIR_*; then the blobs. CB* count from the codebooks' start, DIR_* from the entry's.
+  (global $TAG i32 (i32.const 0x05E12A83))          ;; u32 at offset 0: a Needle 2 archive
+  (global $TAG_NEEDLE1 i32 (i32.const 0x05E12A82))  ;; a Needle 1 archive (ERR_NEEDLE1)
+  (global $TAG_NEEDLE3 i32 (i32.const 0x05E12A84))  ;; a Needle 3 archive (ERR_NEEDLE3)
+  (global $HEADER_BYTES i32 (i32.const 120))        ;; 29 u32, then rope_theta as f32
+  (global $CODEBOOK_LEN i32 (i32.const 28))         ;; f32 codebook entries (the header's codebook_len must equal it)
+  (global $CB2 i32 (i32.const 0))                   ;; cb2[4], from the codebooks' start
+  (global $CB3 i32 (i32.const 16))                  ;; cb3[8]
+  (global $CB4 i32 (i32.const 48))                  ;; cb4[16]
+  ;; Record i's directory entry at HEADER_BYTES + 4 CODEBOOK_LEN + DIR_SIZE i ($rec_at), packed; its fields ($dir_*):
+  (global $DIR_DTYPE i32 (i32.const 0))    ;; u8 dtype (DT_*)
+  (global $DIR_NDIM i32 (i32.const 1))     ;; u8 ndim: <= DIR_DIMS, 0 for RAW
+  (global $DIR_ZERO i32 (i32.const 2))     ;; u16, must be 0
+  (global $DIR_SHAPE i32 (i32.const 4))    ;; u32 shape[DIR_DIMS]: entries past ndim are 0
+  (global $DIR_OFFSET i32 (i32.const 20))  ;; u64 absolute offset of the blob in the archive
+  (global $DIR_LENGTH i32 (i32.const 28))  ;; u64 blob length in bytes
+  (global $DIR_GROUP i32 (i32.const 36))   ;; u32 CQ group (0 otherwise)
+  (global $DIR_BITS i32 (i32.const 40))    ;; u32 CQ bits: 2, 3, 4 or BITS_TERNARY (0 otherwise)
+  (global $DIR_SIZE i32 (i32.const 44))
+  (global $DIR_DIMS i32 (i32.const 4))     ;; shape entries
+  ;; dtype codes of a directory entry
+  (global $DT_FP16 i32 (i32.const 1))
+  (global $DT_FP32 i32 (i32.const 2))      ;; never written by v2; accepted where the layout says FP16
+  (global $DT_CQ i32 (i32.const 3))
+  (global $DT_RAW i32 (i32.const 4))       ;; the tokenizer
+  (global $BITS_TERNARY i32 (i32.const 5)) ;; CQ bits of a ternary record: 2-bit crumbs, levels {-c, 0, +c}/sqrt(group)
 
   ;; The records of host/layout.cpp in directory order: the embedding; LAYER_RECORDS per layer (fields
   ;; L_*, $r_layer); the MHC_RECORDS of mHC (M_*, $r_mhc); ENGRAM_RECORDS per engram site (E_*,
@@ -291,11 +318,14 @@
   (global $E_KEY i32 (i32.const 1))
   (global $E_VALUE i32 (i32.const 2))
   (global $E_TAPS i32 (i32.const 3))
-  (global $HEAD_RECORDS i32 (i32.const 3))   ;; probes, proj, bias
+  (global $HEAD_RECORDS i32 (i32.const 3))   ;; fields HR_*
+  (global $HR_PROBES i32 (i32.const 0))
+  (global $HR_PROJ i32 (i32.const 1))
+  (global $HR_BIAS i32 (i32.const 2))
 
   ;; Descriptor of record i at P_RECS + D_SIZE i (host/layout.cpp's records, made by load), its fields:
-  (global $D_DTYPE i32 (i32.const 0))     ;; dtype (3: CQ)
-  (global $D_BITS i32 (i32.const 4))      ;; CQ bits (5: ternary)
+  (global $D_DTYPE i32 (i32.const 0))     ;; dtype (DT_*)
+  (global $D_BITS i32 (i32.const 4))      ;; CQ bits (BITS_TERNARY: ternary)
   (global $D_ROWS i32 (i32.const 8))      ;; rows
   (global $D_COLS i32 (i32.const 12))      ;; columns
   (global $D_PAD i32 (i32.const 16))       ;; columns padded to the group
@@ -309,20 +339,27 @@
   (global $D_SIZE i32 (i32.const 48))
 
   ;; Descriptor of probe head h at P_HEADS + H_SIZE h (docs/model.md "Probe heads"), its fields:
-  (global $H_CODE i32 (i32.const 0))      ;; 1 contrastive, 2 confidence
-  (global $H_PROBES i32 (i32.const 4))    ;; P probes (4 or 8: the format fixes them)
+  (global $H_CODE i32 (i32.const 0))      ;; HEAD_CONTRASTIVE or HEAD_CONFIDENCE
+  (global $H_PROBES i32 (i32.const 4))    ;; P probes (CONTRASTIVE_PROBES or CONFIDENCE_PROBES: the format fixes them)
   (global $H_OUTPUTS i32 (i32.const 8))   ;; outputs
   (global $H_PROBES_T i32 (i32.const 12))  ;; -> probes transposed, [d][P] f32
   (global $H_RUN_MAX i32 (i32.const 16))   ;; -> running max per probe [P] f32
   (global $H_RUN_SUM i32 (i32.const 20))   ;; -> running sum [P]
   (global $H_RUN_ACC i32 (i32.const 24))   ;; -> running weighted cell sum [P][d] f32
-  (global $H_RECORD i32 (i32.const 28))    ;; record index of the probes (proj +1, bias +2)
+  (global $H_RECORD i32 (i32.const 28))    ;; record index of its first record (+ HR_*)
   (global $H_SIZE i32 (i32.const 32))
+  ;; The codes of the heads manifest (stored as floats), and the probes and outputs the format fixes for each
+  (global $HEAD_CONTRASTIVE i32 (i32.const 1))
+  (global $HEAD_CONFIDENCE i32 (i32.const 2))
+  (global $CONTRASTIVE_PROBES i32 (i32.const 4))
+  (global $CONTRASTIVE_OUTPUTS i32 (i32.const 128))  ;; an L2-normalised embedding
+  (global $CONFIDENCE_PROBES i32 (i32.const 8))
+  (global $CONFIDENCE_OUTPUTS i32 (i32.const 1))
 
   ;; The record at EXPECT ($set_expect), which $check_record compares a directory entry with:
   (global $EX_DTYPE i32 (i32.const 0))    ;; dtype
   (global $EX_NDIM i32 (i32.const 4))     ;; ndim
-  (global $EX_SHAPE i32 (i32.const 8))    ;; shape[4], u64 each ($expect_dim)
+  (global $EX_SHAPE i32 (i32.const 8))    ;; shape[DIR_DIMS], u64 each ($expect_dim)
 
   ;; Entry k of FUSED at FUSED + FU_SIZE k ($fuse), its fields:
   (global $FU_MATRIX i32 (i32.const 0))   ;; -> the matrix's descriptor
@@ -879,8 +916,8 @@
     (call $heap_reset)
     (call $init)
     (call $zero (global.get $P_JOBLOG) (i32.const 128))  ;; the job log (its block was in the old heap)
-    (call $zero (i32.const 1024) (i32.const 1024))   ;; engine fields and geometry
-    (call $zero (i32.const 2304) (i32.const 256))    ;; tokenizer fields
+    (call $zero (global.get $P_ARCH) (i32.sub (global.get $CBQ) (global.get $P_ARCH)))    ;; engine fields .. levels
+    (call $zero (global.get $TOK_N) (i32.sub (global.get $EXPECT) (global.get $TOK_N)))   ;; tokenizer, sampler fields
     (local.set $p (call $alloc (i32.add (local.get $len) (i32.const 64))))
     (i32.store (global.get $P_ARCH) (local.get $p))
     (i32.store (global.get $ARCH_LEN) (local.get $len))
@@ -929,12 +966,15 @@
       (then (i32.const 0)) (else (call $field_detail (local.get $field)))))
   ;; The error detail of a header field: its header offset + 1 (0 means no field).
   (func $field_detail (param $field i32) (result i32)
-    (i32.add (i32.sub (local.get $field) (global.get $GEO)) (i32.const 1)))
+    (i32.add (call $field_offset (local.get $field)) (i32.const 1)))
+  ;; The header offset of a header field (a G_* address).
+  (func $field_offset (param $field i32) (result i32)
+    (i32.sub (local.get $field) (global.get $GEO)))
 
   ;; validateGeometry (host/geometry.cpp) rule by rule: 0, or the offending header offset + 1.
   (func $geo_rules (result i32)
     (local $r i32) (local $d i32) (local $h i32) (local $i i32) (local $v i32) (local $prev i32)
-    (if (i32.ne (call $g (global.get $G_CBLEN)) (i32.const 28)) (then (return (call $field_detail (global.get $G_CBLEN)))))
+    (if (i32.ne (call $g (global.get $G_CBLEN)) (global.get $CODEBOOK_LEN)) (then (return (call $field_detail (global.get $G_CBLEN)))))
     (if (i32.ne (call $g (global.get $G_KVBITS)) (i32.const 8)) (then (return (call $field_detail (global.get $G_KVBITS)))))
     (if (local.tee $r (call $range (global.get $G_VOCAB) (i32.const 1) (i32.const 1048576))) (then (return (local.get $r))))
     (if (local.tee $r (call $range (global.get $G_D) (i32.const 1) (i32.const 65536))) (then (return (local.get $r))))
@@ -999,9 +1039,29 @@
     (i32.add (i32.add (i32.add (i32.const 2) (global.get $MHC_RECORDS)) (i32.mul (global.get $LAYER_RECORDS) (call $g (global.get $G_L))))
              (i32.mul (call $g (global.get $G_NSITE)) (global.get $ENGRAM_RECORDS))))
 
-  ;; Directory offset of record i.
+  ;; Directory offset of record i: the directory follows the header and the codebooks.
   (func $rec_at (param $i i32) (result i64)
-    (i64.add (i64.const 232) (i64.mul (i64.const 44) (i64.extend_i32_u (local.get $i)))))
+    (i64.add (i64.extend_i32_u (i32.add (global.get $HEADER_BYTES) (i32.shl (global.get $CODEBOOK_LEN) (i32.const 2))))
+             (i64.mul (i64.extend_i32_u (global.get $DIR_SIZE)) (i64.extend_i32_u (local.get $i)))))
+
+  ;; Fields of the directory entry at archive offset `at` (DIR_*; callers checked that the directory is inside).
+  (func $dir_dtype (param $at i64) (result i32) (call $au8 (call $dir_field (local.get $at) (global.get $DIR_DTYPE))))
+  (func $dir_ndim (param $at i64) (result i32) (call $au8 (call $dir_field (local.get $at) (global.get $DIR_NDIM))))
+  (func $dir_zero (param $at i64) (result i32) (call $au16 (call $dir_field (local.get $at) (global.get $DIR_ZERO))))
+  (func $dir_offset (param $at i64) (result i64) (call $au64 (call $dir_field (local.get $at) (global.get $DIR_OFFSET))))
+  (func $dir_length (param $at i64) (result i64) (call $au64 (call $dir_field (local.get $at) (global.get $DIR_LENGTH))))
+  (func $dir_group (param $at i64) (result i32) (call $au32 (call $dir_field (local.get $at) (global.get $DIR_GROUP))))
+  (func $dir_bits (param $at i64) (result i32) (call $au32 (call $dir_field (local.get $at) (global.get $DIR_BITS))))
+  ;; (shape entry k, 0 .. DIR_DIMS - 1)
+  (func $dir_shape (param $at i64) (param $k i32) (result i32)
+    (call $au32 (call $dir_field (local.get $at) (i32.add (global.get $DIR_SHAPE) (i32.shl (local.get $k) (i32.const 2))))))
+  ;; Archive offset of the field at `field` of the directory entry at `at`.
+  (func $dir_field (param $at i64) (param $field i32) (result i64)
+    (i64.add (local.get $at) (i64.extend_i32_u (local.get $field))))
+
+  ;; Bits per stored index of a CQ record with `bits` bits: bits, or 2 for ternary (crumbs).
+  (func $index_bits (param $bits i32) (result i32)
+    (select (i32.const 2) (local.get $bits) (i32.eq (local.get $bits) (global.get $BITS_TERNARY))))
 
   ;; The expected dtype, ndim and shape of a record, written to EXPECT.
   (func $set_expect (param $dtype i32) (param $ndim i32) (param $s0 i64) (param $s1 i64) (param $s2 i64)
@@ -1015,19 +1075,20 @@
   (func $expect_dim (param $k i32) (result i32)
     (i32.add (i32.add (global.get $EXPECT) (global.get $EX_SHAPE)) (i32.shl (local.get $k) (i32.const 3))))
 
-  ;; Code (1 contrastive, 2 confidence) of probe head h, read from the manifest record's blob.
+  ;; Code (HEAD_CONTRASTIVE, HEAD_CONFIDENCE; 0: neither) of probe head h, read from the manifest record's blob.
   (func $head_code (param $h i32) (result i32)
     (local $r i64) (local $v f32)
     (local.set $r (call $rec_at (i32.load (global.get $CORE))))
-    (if (i32.eq (call $au8 (local.get $r)) (i32.const 2))
-      (then (local.set $v (f32.reinterpret_i32 (call $au32 (i64.add (call $au64 (i64.add (local.get $r) (i64.const 20)))
+    (if (i32.eq (call $dir_dtype (local.get $r)) (global.get $DT_FP32))
+      (then (local.set $v (f32.reinterpret_i32 (call $au32 (i64.add (call $dir_offset (local.get $r))
                                                                (i64.extend_i32_u (i32.shl (local.get $h) (i32.const 2))))))))
-      (else (local.set $v (call $f16 (call $au16 (i64.add (call $au64 (i64.add (local.get $r) (i64.const 20)))
+      (else (local.set $v (call $f16 (call $au16 (i64.add (call $dir_offset (local.get $r))
                                                       (i64.extend_i32_u (i32.shl (local.get $h) (i32.const 1)))))))))
-    (if (result i32) (f32.eq (local.get $v) (f32.const 1)) (then (i32.const 1))
-      (else (if (result i32) (f32.eq (local.get $v) (f32.const 2)) (then (i32.const 2)) (else (i32.const 0))))))
+    (if (result i32) (f32.eq (local.get $v) (f32.convert_i32_u (global.get $HEAD_CONTRASTIVE))) (then (global.get $HEAD_CONTRASTIVE))
+      (else (if (result i32) (f32.eq (local.get $v) (f32.convert_i32_u (global.get $HEAD_CONFIDENCE))) (then (global.get $HEAD_CONFIDENCE))
+        (else (i32.const 0))))))
 
-  ;; Canonical layout (host/layout.cpp): sets EXPECT for record i. CQ 3, FP16 1, RAW 4.
+  ;; Canonical layout (host/layout.cpp): sets EXPECT for record i.
   (func $expect (param $i i32)
     (local $j i32) (local $k i32) (local $L i64) (local $d i64) (local $lanes i64) (local $hd i64)
     (local $hada i64) (local $code i32)
@@ -1037,7 +1098,7 @@
     (local.set $hd (i64.extend_i32_u (call $g (global.get $G_HD))))
     (local.set $hada (i64.extend_i32_u (call $g (global.get $G_HADA))))
     (if (i32.eqz (local.get $i))
-      (then (return (call $set_expect (i32.const 3) (i32.const 2)
+      (then (return (call $set_expect (global.get $DT_CQ) (i32.const 2)
                       (i64.extend_i32_u (call $g (global.get $G_VOCAB))) (local.get $d) (i64.const 0)))))
     (local.set $j (i32.sub (local.get $i) (i32.const 1)))
     (if (i32.lt_u (local.get $j) (i32.mul (global.get $LAYER_RECORDS) (i32.wrap_i64 (local.get $L))))
@@ -1050,12 +1111,12 @@
       (then (return (call $expect_engram (i32.rem_u (local.get $j) (global.get $ENGRAM_RECORDS))))))
     (local.set $j (i32.sub (local.get $j) (i32.mul (call $g (global.get $G_NSITE)) (global.get $ENGRAM_RECORDS))))
     (if (i32.eqz (local.get $j))
-      (then (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0)))))
+      (then (return (call $set_expect (global.get $DT_FP16) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0)))))
     (local.set $j (i32.sub (local.get $j) (i32.const 1)))
     (if (i32.load (global.get $NHEADS))
       (then
         (if (i32.eqz (local.get $j))
-          (then (return (call $set_expect (i32.const 1) (i32.const 1)
+          (then (return (call $set_expect (global.get $DT_FP16) (i32.const 1)
                           (i64.extend_i32_u (i32.load (global.get $NHEADS))) (i64.const 0) (i64.const 0)))))
         (local.set $j (i32.sub (local.get $j) (i32.const 1)))
         (if (i32.lt_u (local.get $j) (i32.mul (global.get $HEAD_RECORDS) (i32.load (global.get $NHEADS))))
@@ -1063,9 +1124,11 @@
             (local.set $code (call $head_code (i32.div_u (local.get $j) (global.get $HEAD_RECORDS))))
             (local.set $k (i32.rem_u (local.get $j) (global.get $HEAD_RECORDS)))
             (return (call $expect_head (local.get $k)
-              (if (result i64) (i32.eq (local.get $code) (i32.const 1)) (then (i64.const 4)) (else (i64.const 8)))
-              (if (result i64) (i32.eq (local.get $code) (i32.const 1)) (then (i64.const 128)) (else (i64.const 1)))))))))
-    (call $set_expect (i32.const 4) (i32.const 0) (i64.const 0) (i64.const 0) (i64.const 0)))
+              (i64.extend_i32_u (select (global.get $CONTRASTIVE_PROBES) (global.get $CONFIDENCE_PROBES)
+                                        (i32.eq (local.get $code) (global.get $HEAD_CONTRASTIVE))))
+              (i64.extend_i32_u (select (global.get $CONTRASTIVE_OUTPUTS) (global.get $CONFIDENCE_OUTPUTS)
+                                        (i32.eq (local.get $code) (global.get $HEAD_CONTRASTIVE))))))))))
+    (call $set_expect (global.get $DT_RAW) (i32.const 0) (i64.const 0) (i64.const 0) (i64.const 0)))
 
   ;; Record k (0..13) of a layer.
   (func $expect_layer (param $k i32)
@@ -1076,16 +1139,16 @@
     (local.set $kv (i64.mul (local.get $hd) (i64.extend_i32_u (call $g (global.get $G_KV)))))
     (block $b13 (block $b11 (block $b10 (block $b9 (block $b8 (block $b7 (block $b6 (block $b4 (block $b2 (block $b1 (block $b0
       (br_table $b0 $b1 $b2 $b2 $b4 $b4 $b6 $b7 $b8 $b9 $b10 $b11 $b11 $b11 (local.get $k)))
-      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; norm_in
-      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $q) (local.get $d) (i64.const 0))))  ;; q_proj
-      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $kv) (local.get $d) (i64.const 0)))) ;; k, v
-      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $hd) (i64.const 0) (i64.const 0))))  ;; q_norm, k_norm
-      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $q) (local.get $d) (i64.const 0))))  ;; gate_proj
-      (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $d) (local.get $q) (i64.const 0))))  ;; out_proj
-      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; post_norm
-      (return (call $set_expect (i32.const 1) (i32.const 1) (i64.const 1) (i64.const 0) (i64.const 0))))    ;; attn_gate
-      (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; pre_hada
-      (call $set_expect (i32.const 1) (i32.const 1) (i64.extend_i32_u (call $g (global.get $G_HADA))) (i64.const 0) (i64.const 0))))
+      (return (call $set_expect (global.get $DT_FP16) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; norm_in
+      (return (call $set_expect (global.get $DT_CQ) (i32.const 2) (local.get $q) (local.get $d) (i64.const 0))))    ;; q_proj
+      (return (call $set_expect (global.get $DT_CQ) (i32.const 2) (local.get $kv) (local.get $d) (i64.const 0))))   ;; k, v
+      (return (call $set_expect (global.get $DT_FP16) (i32.const 1) (local.get $hd) (i64.const 0) (i64.const 0))))  ;; q_norm, k_norm
+      (return (call $set_expect (global.get $DT_CQ) (i32.const 2) (local.get $q) (local.get $d) (i64.const 0))))    ;; gate_proj
+      (return (call $set_expect (global.get $DT_CQ) (i32.const 2) (local.get $d) (local.get $q) (i64.const 0))))    ;; out_proj
+      (return (call $set_expect (global.get $DT_FP16) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; post_norm
+      (return (call $set_expect (global.get $DT_FP16) (i32.const 1) (i64.const 1) (i64.const 0) (i64.const 0))))    ;; attn_gate
+      (return (call $set_expect (global.get $DT_FP16) (i32.const 1) (local.get $d) (i64.const 0) (i64.const 0))))   ;; pre_hada
+      (call $set_expect (global.get $DT_FP16) (i32.const 1) (i64.extend_i32_u (call $g (global.get $G_HADA))) (i64.const 0) (i64.const 0))))
 
   ;; Record k (0..8) of the stacked mHC block.
   (func $expect_mhc (param $k i32)
@@ -1093,16 +1156,16 @@
     (local.set $L (i64.extend_i32_u (call $g (global.get $G_L))))
     (local.set $lanes (i64.extend_i32_u (call $g (global.get $G_LANES))))
     (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
-    (if (i32.lt_u (local.get $k) (i32.const 3))
-      (then (return (call $set_expect (i32.const 1) (i32.const 1) (local.get $L) (i64.const 0) (i64.const 0)))))
-    (if (i32.lt_u (local.get $k) (i32.const 5))
-      (then (return (call $set_expect (i32.const 1) (i32.const 2) (local.get $L) (local.get $lanes) (i64.const 0)))))
-    (if (i32.eq (local.get $k) (i32.const 5))
-      (then (return (call $set_expect (i32.const 1) (i32.const 3) (local.get $L) (local.get $lanes) (local.get $lanes)))))
-    (if (i32.lt_u (local.get $k) (i32.const 8))
-      (then (return (call $set_expect (i32.const 3) (i32.const 2) (i64.mul (local.get $L) (local.get $lanes))
+    (if (i32.lt_u (local.get $k) (global.get $M_B_PRE))     ;; a_pre, a_post, a_res
+      (then (return (call $set_expect (global.get $DT_FP16) (i32.const 1) (local.get $L) (i64.const 0) (i64.const 0)))))
+    (if (i32.lt_u (local.get $k) (global.get $M_B_RES))     ;; b_pre, b_post
+      (then (return (call $set_expect (global.get $DT_FP16) (i32.const 2) (local.get $L) (local.get $lanes) (i64.const 0)))))
+    (if (i32.eq (local.get $k) (global.get $M_B_RES))
+      (then (return (call $set_expect (global.get $DT_FP16) (i32.const 3) (local.get $L) (local.get $lanes) (local.get $lanes)))))
+    (if (i32.lt_u (local.get $k) (global.get $M_PHI_RES))   ;; phi_pre, phi_post
+      (then (return (call $set_expect (global.get $DT_CQ) (i32.const 2) (i64.mul (local.get $L) (local.get $lanes))
                        (i64.mul (local.get $lanes) (local.get $d)) (i64.const 0)))))
-    (call $set_expect (i32.const 3) (i32.const 2) (i64.mul (i64.mul (local.get $L) (local.get $lanes)) (local.get $lanes))
+    (call $set_expect (global.get $DT_CQ) (i32.const 2) (i64.mul (i64.mul (local.get $L) (local.get $lanes)) (local.get $lanes))
       (i64.mul (local.get $lanes) (local.get $d)) (i64.const 0)))
 
   ;; Record k (0..3) of an engram site.
@@ -1110,75 +1173,74 @@
     (local $t i64) (local $d i64)
     (local.set $t (i64.extend_i32_u (call $g (global.get $G_TABLES))))
     (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
-    (if (i32.eqz (local.get $k))
-      (then (return (call $set_expect (i32.const 3) (i32.const 2)
+    (if (i32.eq (local.get $k) (global.get $E_TABLES))
+      (then (return (call $set_expect (global.get $DT_CQ) (i32.const 2)
         (i64.mul (local.get $t) (i64.extend_i32_u (call $g (global.get $G_SLOTS))))
         (i64.extend_i32_u (call $g (global.get $G_SUB))) (i64.const 0)))))
-    (if (i32.lt_u (local.get $k) (i32.const 3))
-      (then (return (call $set_expect (i32.const 3) (i32.const 2) (local.get $d)
+    (if (i32.lt_u (local.get $k) (global.get $E_TAPS))   ;; key_proj, value_proj
+      (then (return (call $set_expect (global.get $DT_CQ) (i32.const 2) (local.get $d)
         (i64.mul (local.get $t) (i64.extend_i32_u (call $g (global.get $G_SUB)))) (i64.const 0)))))
-    (call $set_expect (i32.const 1) (i32.const 2) (i64.extend_i32_u (call $g (global.get $G_TAPS))) (local.get $d) (i64.const 0)))
+    (call $set_expect (global.get $DT_FP16) (i32.const 2) (i64.extend_i32_u (call $g (global.get $G_TAPS))) (local.get $d) (i64.const 0)))
 
-  ;; Record k (0 probes, 1 proj, 2 bias) of a probe head with P probes and `out` outputs.
+  ;; Record k (HR_*) of a probe head with P probes and `out` outputs.
   (func $expect_head (param $k i32) (param $p i64) (param $out i64)
     (local $d i64)
     (local.set $d (i64.extend_i32_u (call $g (global.get $G_D))))
-    (if (i32.eqz (local.get $k))
-      (then (return (call $set_expect (i32.const 1) (i32.const 2) (local.get $p) (local.get $d) (i64.const 0)))))
-    (if (i32.eq (local.get $k) (i32.const 1))
-      (then (return (call $set_expect (i32.const 1) (i32.const 2) (local.get $out)
+    (if (i32.eq (local.get $k) (global.get $HR_PROBES))
+      (then (return (call $set_expect (global.get $DT_FP16) (i32.const 2) (local.get $p) (local.get $d) (i64.const 0)))))
+    (if (i32.eq (local.get $k) (global.get $HR_PROJ))
+      (then (return (call $set_expect (global.get $DT_FP16) (i32.const 2) (local.get $out)
                        (i64.mul (local.get $p) (local.get $d)) (i64.const 0)))))
-    (call $set_expect (i32.const 1) (i32.const 1) (local.get $out) (i64.const 0) (i64.const 0)))
+    (call $set_expect (global.get $DT_FP16) (i32.const 1) (local.get $out) (i64.const 0) (i64.const 0)))
 
   ;; checkRecord (host/archive.cpp) for record i against EXPECT: 0 or an ERR_* code.
   (func $check_record (param $i i32) (param $dirEnd i64) (result i32)
     (local $at i64) (local $dtype i32) (local $ndim i32) (local $k i32) (local $edt i32)
     (local $group i32) (local $bits i32) (local $expected i64) (local $len i64) (local $off i64)
     (local.set $at (call $rec_at (local.get $i)))
-    (local.set $dtype (call $au8 (local.get $at)))
-    (local.set $ndim (call $au8 (i64.add (local.get $at) (i64.const 1))))
-    (if (i32.or (i32.lt_u (local.get $dtype) (i32.const 1)) (i32.gt_u (local.get $dtype) (i32.const 4)))
+    (local.set $dtype (call $dir_dtype (local.get $at)))
+    (local.set $ndim (call $dir_ndim (local.get $at)))
+    (if (i32.or (i32.lt_u (local.get $dtype) (global.get $DT_FP16)) (i32.gt_u (local.get $dtype) (global.get $DT_RAW)))
       (then (return (global.get $ERR_DTYPE))))
-    (if (call $au16 (i64.add (local.get $at) (i64.const 2))) (then (return (global.get $ERR_FIELDS))))
-    (if (i32.gt_u (local.get $ndim) (i32.const 4)) (then (return (global.get $ERR_FIELDS))))
+    (if (call $dir_zero (local.get $at)) (then (return (global.get $ERR_FIELDS))))
+    (if (i32.gt_u (local.get $ndim) (global.get $DIR_DIMS)) (then (return (global.get $ERR_FIELDS))))
     (local.set $k (local.get $ndim))
     (loop $unused
-      (if (i32.lt_u (local.get $k) (i32.const 4))
+      (if (i32.lt_u (local.get $k) (global.get $DIR_DIMS))
         (then
-          (if (call $au32 (i64.add (local.get $at) (i64.extend_i32_u (i32.add (i32.const 4) (i32.shl (local.get $k) (i32.const 2))))))
+          (if (call $dir_shape (local.get $at) (local.get $k))
             (then (return (global.get $ERR_FIELDS))))
           (local.set $k (i32.add (local.get $k) (i32.const 1)))
           (br $unused))))
     (local.set $edt (i32.load (i32.add (global.get $EXPECT) (global.get $EX_DTYPE))))
     (if (i32.eqz (i32.or (i32.eq (local.get $dtype) (local.get $edt))
-                         (i32.and (i32.eq (local.get $edt) (i32.const 1)) (i32.eq (local.get $dtype) (i32.const 2)))))
+                         (i32.and (i32.eq (local.get $edt) (global.get $DT_FP16)) (i32.eq (local.get $dtype) (global.get $DT_FP32)))))
       (then (return (global.get $ERR_DTYPE))))
     (if (i32.ne (local.get $ndim) (i32.load (i32.add (global.get $EXPECT) (global.get $EX_NDIM)))) (then (return (global.get $ERR_SHAPE))))
     (local.set $k (i32.const 0))
     (loop $shape
       (if (i32.lt_u (local.get $k) (local.get $ndim))
         (then
-          (if (i64.ne (i64.extend_i32_u (call $au32 (i64.add (local.get $at) (i64.extend_i32_u (i32.add (i32.const 4) (i32.shl (local.get $k) (i32.const 2)))))))
-                      (i64.load (call $expect_dim (local.get $k))))
+          (if (i64.ne (i64.extend_i32_u (call $dir_shape (local.get $at) (local.get $k))) (i64.load (call $expect_dim (local.get $k))))
             (then (return (global.get $ERR_SHAPE))))
           (local.set $k (i32.add (local.get $k) (i32.const 1)))
           (br $shape))))
-    (local.set $group (call $au32 (i64.add (local.get $at) (i64.const 36))))
-    (local.set $bits (call $au32 (i64.add (local.get $at) (i64.const 40))))
-    (local.set $len (call $au64 (i64.add (local.get $at) (i64.const 28))))
-    (local.set $off (call $au64 (i64.add (local.get $at) (i64.const 20))))
-    (if (i32.eq (local.get $dtype) (i32.const 3))
+    (local.set $group (call $dir_group (local.get $at)))
+    (local.set $bits (call $dir_bits (local.get $at)))
+    (local.set $len (call $dir_length (local.get $at)))
+    (local.set $off (call $dir_offset (local.get $at)))
+    (if (i32.eq (local.get $dtype) (global.get $DT_CQ))
       (then
         (if (i32.or (i32.eqz (call $pow2 (local.get $group)))
                     (i32.or (i32.lt_u (local.get $group) (i32.const 32)) (i32.gt_u (local.get $group) (i32.const 65536))))
           (then (return (global.get $ERR_GROUP))))
-        (if (i32.or (i32.lt_u (local.get $bits) (i32.const 2)) (i32.gt_u (local.get $bits) (i32.const 5)))
+        (if (i32.or (i32.lt_u (local.get $bits) (i32.const 2)) (i32.gt_u (local.get $bits) (global.get $BITS_TERNARY)))
           (then (return (global.get $ERR_BITS))))
-        (local.set $expected (call $cq_bytes (call $au32 (i64.add (local.get $at) (i64.const 4)))
-                                             (call $au32 (i64.add (local.get $at) (i64.const 8))) (local.get $group) (local.get $bits))))
+        (local.set $expected (call $cq_bytes (call $dir_shape (local.get $at) (i32.const 0)) (call $dir_shape (local.get $at) (i32.const 1))
+                                             (local.get $group) (local.get $bits))))
       (else
         (if (i32.or (local.get $group) (local.get $bits)) (then (return (global.get $ERR_GROUP))))
-        (local.set $expected (if (result i64) (i32.eq (local.get $dtype) (i32.const 4))
+        (local.set $expected (if (result i64) (i32.eq (local.get $dtype) (global.get $DT_RAW))
           (then (local.get $len))            ;; RAW: any length (the tokenizer parser judges it)
           (else (call $dense_bytes (local.get $at) (local.get $ndim) (local.get $dtype)))))))
     (if (i64.ne (local.get $len) (local.get $expected)) (then (return (global.get $ERR_LENGTH))))
@@ -1186,7 +1248,7 @@
     (if (i32.eqz (call $inside (local.get $off) (local.get $len))) (then (return (global.get $ERR_BOUNDS))))
     (i32.const 0))
 
-  ;; Bytes of a dense FP16 (2) or FP32 (4) record: the product of its ndim shape entries x 2 or 4.
+  ;; Bytes of a dense FP16 or FP32 record at `at`: the product of its ndim shape entries x 2 or 4.
   (func $dense_bytes (param $at i64) (param $ndim i32) (param $dtype i32) (result i64)
     (local $n i64) (local $k i32)
     (local.set $n (i64.const 1))
@@ -1194,17 +1256,17 @@
       (if (i32.lt_u (local.get $k) (local.get $ndim))
         (then
           (local.set $n (i64.mul (local.get $n)
-            (i64.extend_i32_u (call $au32 (i64.add (local.get $at) (i64.extend_i32_u (i32.add (i32.const 4) (i32.shl (local.get $k) (i32.const 2)))))))))
+            (i64.extend_i32_u (call $dir_shape (local.get $at) (local.get $k)))))
           (local.set $k (i32.add (local.get $k) (i32.const 1)))
           (br $el))))
-    (i64.mul (local.get $n) (select (i64.const 2) (i64.const 4) (i32.eq (local.get $dtype) (i32.const 1)))))
+    (i64.mul (local.get $n) (select (i64.const 2) (i64.const 4) (i32.eq (local.get $dtype) (global.get $DT_FP16)))))
 
   ;; cqBlobBytes: packed rows (whole bytes) + fp16 norms of a rows x cols CQ matrix.
   (func $cq_bytes (param $rows i32) (param $cols i32) (param $group i32) (param $bits i32) (result i64)
     (local $groups i64) (local $ib i64)
     (local.set $groups (i64.div_u (i64.add (i64.extend_i32_u (local.get $cols)) (i64.extend_i32_u (i32.sub (local.get $group) (i32.const 1))))
                                   (i64.extend_i32_u (local.get $group))))
-    (local.set $ib (i64.extend_i32_u (select (i32.const 2) (local.get $bits) (i32.eq (local.get $bits) (i32.const 5)))))
+    (local.set $ib (i64.extend_i32_u (call $index_bits (local.get $bits))))
     (i64.add
       (i64.shr_u (i64.add (i64.mul (i64.mul (i64.extend_i32_u (local.get $rows)) (i64.mul (local.get $groups) (i64.extend_i32_u (local.get $group))))
                                    (local.get $ib)) (i64.const 7)) (i64.const 3))
@@ -1212,23 +1274,26 @@
 
   ;; The header, the geometry, the codebooks and the directory count: 0 or an ERR_* code.
   (func $load_header (result i32)
-    (local $tag i32) (local $r i32) (local $k i32) (local $v f32)
-    (if (i32.eqz (call $inside (i64.const 0) (i64.const 4))) (then (return (global.get $ERR_TRUNCATED))))
+    (local $tag i32) (local $r i32) (local $k i32) (local $v f32) (local $cbBytes i32)
+    (if (i32.eqz (call $inside (i64.const 0) (i64.const 4))) (then (return (global.get $ERR_TRUNCATED))))  ;; the tag's u32
     (local.set $tag (call $au32 (i64.const 0)))
-    (if (i32.eq (local.get $tag) (i32.const 0x05E12A82)) (then (return (global.get $ERR_NEEDLE1))))
-    (if (i32.eq (local.get $tag) (i32.const 0x05E12A84)) (then (return (global.get $ERR_NEEDLE3))))
-    (if (i32.ne (local.get $tag) (i32.const 0x05E12A83)) (then (return (global.get $ERR_TAG))))
-    (if (i32.eqz (call $inside (i64.const 0) (i64.const 120))) (then (return (global.get $ERR_TRUNCATED))))
-    (memory.copy (global.get $GEO) (i32.load (global.get $P_ARCH)) (i32.const 120))
+    (if (i32.eq (local.get $tag) (global.get $TAG_NEEDLE1)) (then (return (global.get $ERR_NEEDLE1))))
+    (if (i32.eq (local.get $tag) (global.get $TAG_NEEDLE3)) (then (return (global.get $ERR_NEEDLE3))))
+    (if (i32.ne (local.get $tag) (global.get $TAG)) (then (return (global.get $ERR_TAG))))
+    (if (i32.eqz (call $inside (i64.const 0) (i64.extend_i32_u (global.get $HEADER_BYTES)))) (then (return (global.get $ERR_TRUNCATED))))
+    (memory.copy (global.get $GEO) (i32.load (global.get $P_ARCH)) (global.get $HEADER_BYTES))
     (if (local.tee $r (call $geo_rules))
       (then (return (call $fail (global.get $ERR_GEOMETRY) (i32.const -1) (i32.sub (local.get $r) (i32.const 1))))))
-    (if (i32.eqz (call $inside (i64.const 120) (i64.const 112))) (then (return (global.get $ERR_TRUNCATED))))
-    (memory.copy (global.get $CODEBOOK) (i32.add (i32.load (global.get $P_ARCH)) (i32.const 120)) (i32.const 112))
+    (local.set $cbBytes (i32.shl (global.get $CODEBOOK_LEN) (i32.const 2)))  ;; the codebooks follow the header
+    (if (i32.eqz (call $inside (i64.extend_i32_u (global.get $HEADER_BYTES)) (i64.extend_i32_u (local.get $cbBytes))))
+      (then (return (global.get $ERR_TRUNCATED))))
+    (memory.copy (global.get $CODEBOOK) (i32.add (i32.load (global.get $P_ARCH)) (global.get $HEADER_BYTES)) (local.get $cbBytes))
     (loop $cb
       (local.set $v (f32.load (i32.add (global.get $CODEBOOK) (i32.shl (local.get $k) (i32.const 2)))))
       (if (f32.ne (f32.sub (local.get $v) (local.get $v)) (f32.const 0))   ;; inf or NaN
-        (then (return (call $fail (global.get $ERR_CODEBOOK) (i32.const -1) (i32.add (i32.const 120) (i32.shl (local.get $k) (i32.const 2)))))))
-      (br_if $cb (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 28))))
+        (then (return (call $fail (global.get $ERR_CODEBOOK) (i32.const -1)
+                        (i32.add (global.get $HEADER_BYTES) (i32.shl (local.get $k) (i32.const 2)))))))
+      (br_if $cb (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (global.get $CODEBOOK_LEN))))
     (i32.const 0))
 
   ;; load(): validates the archive written at ARCH_PTR and prepares the engine; 0 or an ERR_* code
@@ -1253,11 +1318,12 @@
     (local.set $core (call $core_count))
     (i32.store (global.get $CORE) (local.get $core))
     (i32.store (global.get $NREC) (local.get $n))
-    (if (i32.lt_u (local.get $n) (local.get $core)) (then (return (call $fail (global.get $ERR_COUNT) (i32.const -1) (i32.const 4)))))
+    (if (i32.lt_u (local.get $n) (local.get $core))
+      (then (return (call $fail (global.get $ERR_COUNT) (i32.const -1) (call $field_offset (global.get $G_NT))))))
     (local.set $dirEnd (call $rec_at (local.get $n)))
-    (if (i32.eqz (call $inside (i64.const 232) (i64.sub (local.get $dirEnd) (i64.const 232))))
-      (then (return (global.get $ERR_TRUNCATED))))
-    (local.set $withTok (i32.eq (call $au8 (call $rec_at (i32.sub (local.get $n) (i32.const 1)))) (i32.const 4)))
+    (if (i32.eqz (call $inside (call $rec_at (i32.const 0)) (i64.sub (local.get $dirEnd) (call $rec_at (i32.const 0)))))
+      (then (return (global.get $ERR_TRUNCATED))))  ;; the whole directory, records [0, n)
+    (local.set $withTok (i32.eq (call $dir_dtype (call $rec_at (i32.sub (local.get $n) (i32.const 1)))) (global.get $DT_RAW)))
     (i32.store (global.get $HAS_TOK) (local.get $withTok))
     (local.set $extra (i32.sub (local.get $n) (local.get $core)))
     (if (i32.and (local.get $withTok) (i32.eqz (local.get $extra)))
@@ -1265,10 +1331,12 @@
     (local.set $extra (i32.sub (local.get $extra) (local.get $withTok)))
     (if (local.get $extra)
       (then
-        (if (i32.or (i32.lt_u (local.get $extra) (i32.const 4)) (i32.rem_u (i32.sub (local.get $extra) (i32.const 1)) (global.get $HEAD_RECORDS)))
-          (then (return (call $fail (global.get $ERR_COUNT) (i32.const -1) (i32.const 4)))))
+        (if (i32.or (i32.le_u (local.get $extra) (global.get $HEAD_RECORDS))  ;; the manifest, then HEAD_RECORDS per head
+                    (i32.rem_u (i32.sub (local.get $extra) (i32.const 1)) (global.get $HEAD_RECORDS)))
+          (then (return (call $fail (global.get $ERR_COUNT) (i32.const -1) (call $field_offset (global.get $G_NT))))))
         (i32.store (global.get $NHEADS) (i32.div_u (i32.sub (local.get $extra) (i32.const 1)) (global.get $HEAD_RECORDS)))
-        (call $set_expect (i32.const 1) (i32.const 1) (i64.extend_i32_u (i32.load (global.get $NHEADS))) (i64.const 0) (i64.const 0))
+        (call $set_expect (global.get $DT_FP16) (i32.const 1)
+          (i64.extend_i32_u (i32.load (global.get $NHEADS))) (i64.const 0) (i64.const 0))
         (if (local.tee $r (call $check_record (local.get $core) (local.get $dirEnd)))
           (then (return (call $fail (local.get $r) (local.get $core) (i32.const -1)))))
         (loop $codes
@@ -1322,6 +1390,8 @@
   (func $h_run_sum (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_RUN_SUM))))
   (func $h_run_acc (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_RUN_ACC))))
   (func $h_record (param $h i32) (result i32) (i32.load (i32.add (local.get $h) (global.get $H_RECORD))))
+  ;; (the descriptor of its record k: HR_*)
+  (func $h_rec (param $h i32) (param $k i32) (result i32) (call $rec (i32.add (call $h_record (local.get $h)) (local.get $k))))
 
   ;; Fills the descriptor of every record (CQ: views into the archive; FP16/FP32: widened to f32).
   (func $build_descriptors (result i32)
@@ -1335,27 +1405,29 @@
         (then
           (local.set $d (call $rec (local.get $i)))
           (local.set $at (call $rec_at (local.get $i)))
-          (local.set $dtype (call $au8 (local.get $at)))
-          (local.set $src (i32.add (i32.load (global.get $P_ARCH)) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 20))))))
+          (local.set $dtype (call $dir_dtype (local.get $at)))
+          (local.set $src (i32.add (i32.load (global.get $P_ARCH)) (i32.wrap_i64 (call $dir_offset (local.get $at)))))
           (i32.store (i32.add (local.get $d) (global.get $D_DTYPE)) (local.get $dtype))
-          (i32.store (i32.add (local.get $d) (global.get $D_ROWS)) (call $au32 (i64.add (local.get $at) (i64.const 4))))
-          (i32.store (i32.add (local.get $d) (global.get $D_COLS)) (call $au32 (i64.add (local.get $at) (i64.const 8))))
+          (i32.store (i32.add (local.get $d) (global.get $D_ROWS)) (call $dir_shape (local.get $at) (i32.const 0)))
+          (i32.store (i32.add (local.get $d) (global.get $D_COLS)) (call $dir_shape (local.get $at) (i32.const 1)))
           (i32.store (i32.add (local.get $d) (global.get $D_DATA)) (local.get $src))
-          (i32.store (i32.add (local.get $d) (global.get $D_ELEMENTS)) (i32.wrap_i64 (call $au64 (i64.add (local.get $at) (i64.const 28)))))
-          (if (i32.eq (local.get $dtype) (i32.const 3))
+          (i32.store (i32.add (local.get $d) (global.get $D_ELEMENTS)) (i32.wrap_i64 (call $dir_length (local.get $at))))
+          (if (i32.eq (local.get $dtype) (global.get $DT_CQ))
             (then
-              (local.set $bits (call $au32 (i64.add (local.get $at) (i64.const 40))))
-              (local.set $ib (select (i32.const 2) (local.get $bits) (i32.eq (local.get $bits) (i32.const 5))))
+              (local.set $bits (call $dir_bits (local.get $at)))
+              (local.set $ib (call $index_bits (local.get $bits)))
               (i32.store (i32.add (local.get $d) (global.get $D_BITS)) (local.get $bits))
-              (i32.store (i32.add (local.get $d) (global.get $D_GROUP)) (local.tee $k (call $au32 (i64.add (local.get $at) (i64.const 36)))))
+              (i32.store (i32.add (local.get $d) (global.get $D_GROUP)) (local.tee $k (call $dir_group (local.get $at))))
               (i32.store (i32.add (local.get $d) (global.get $D_PAD)) (i32.mul (i32.div_u (i32.add (call $d_cols (local.get $d)) (i32.sub (local.get $k) (i32.const 1))) (local.get $k)) (local.get $k)))
               (i32.store (i32.add (local.get $d) (global.get $D_GROUPS)) (i32.div_u (call $d_pad (local.get $d)) (local.get $k)))
               (i32.store (i32.add (local.get $d) (global.get $D_ROW_BYTES)) (i32.shr_u (i32.mul (call $d_pad (local.get $d)) (local.get $ib)) (i32.const 3)))
               (i32.store (i32.add (local.get $d) (global.get $D_NORMS)) (i32.add (local.get $src) (i32.mul (call $d_rows (local.get $d)) (call $d_row_bytes (local.get $d)))))
-              (i32.store (i32.add (local.get $d) (global.get $D_KIND)) (select (i32.const 3) (i32.sub (local.get $bits) (i32.const 2)) (i32.eq (local.get $bits) (i32.const 5))))))
-          (if (i32.or (i32.eq (local.get $dtype) (i32.const 1)) (i32.eq (local.get $dtype) (i32.const 2)))
-            (then
-              (local.set $cnt (i32.shr_u (call $d_elements (local.get $d)) (select (i32.const 1) (i32.const 2) (i32.eq (local.get $dtype) (i32.const 1)))))
+              (i32.store (i32.add (local.get $d) (global.get $D_KIND))
+                (select (i32.const 3) (i32.sub (local.get $bits) (i32.const 2)) (i32.eq (local.get $bits) (global.get $BITS_TERNARY))))))
+          (if (i32.or (i32.eq (local.get $dtype) (global.get $DT_FP16)) (i32.eq (local.get $dtype) (global.get $DT_FP32)))
+            (then  ;; D_ELEMENTS holds the blob's bytes so far: 2 per FP16 element, 4 per FP32 one
+              (local.set $cnt (i32.shr_u (call $d_elements (local.get $d))
+                                         (select (i32.const 1) (i32.const 2) (i32.eq (local.get $dtype) (global.get $DT_FP16)))))
               (local.set $p (call $alloc (i32.add (i32.shl (local.get $cnt) (i32.const 2)) (i32.const 16))))
               (if (i32.eqz (local.get $p)) (then (return (global.get $ERR_MEMORY))))
               (i32.store (i32.add (local.get $d) (global.get $D_DATA)) (local.get $p))
@@ -1365,7 +1437,7 @@
                 (if (i32.lt_u (local.get $k) (local.get $cnt))
                   (then
                     (f32.store (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 2)))
-                      (if (result f32) (i32.eq (local.get $dtype) (i32.const 1))
+                      (if (result f32) (i32.eq (local.get $dtype) (global.get $DT_FP16))
                         (then (call $f16 (i32.load16_u (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 1))))))
                         (else (f32.load (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))))))
                     (local.set $k (i32.add (local.get $k) (i32.const 1)))
@@ -1427,9 +1499,9 @@
   (func $build_tables
     (local $k i32) (local $p i32)
     (call $zero (global.get $LEVELS) (i32.const 256))
-    (memory.copy (global.get $LEVELS) (global.get $CODEBOOK) (i32.const 16))                            ;; cb2
-    (memory.copy (i32.add (global.get $LEVELS) (i32.const 64)) (i32.add (global.get $CODEBOOK) (i32.const 16)) (i32.const 32))  ;; cb3
-    (memory.copy (i32.add (global.get $LEVELS) (i32.const 128)) (i32.add (global.get $CODEBOOK) (i32.const 48)) (i32.const 64)) ;; cb4
+    (memory.copy (global.get $LEVELS) (i32.add (global.get $CODEBOOK) (global.get $CB2)) (i32.const 16))                  ;; 4 f32
+    (memory.copy (i32.add (global.get $LEVELS) (i32.const 64)) (i32.add (global.get $CODEBOOK) (global.get $CB3)) (i32.const 32))  ;; 8
+    (memory.copy (i32.add (global.get $LEVELS) (i32.const 128)) (i32.add (global.get $CODEBOOK) (global.get $CB4)) (i32.const 64)) ;; 16
     ;; kind 3 (ternary) at +192 (64 bytes per kind): slots {0, +1, 0, -1}, so +196 and +204; int8 {0, 127, 0, -127}
     (f32.store offset=196 (global.get $LEVELS) (f32.const 1))
     (f32.store offset=204 (global.get $LEVELS) (f32.const -1))
@@ -1483,7 +1555,7 @@
     (loop $each
       (if (i32.lt_u (local.get $i) (i32.load (global.get $NREC)))
         (then
-          (if (i32.eq (call $d_dtype (call $rec (local.get $i))) (i32.const 3))
+          (if (i32.eq (call $d_dtype (call $rec (local.get $i))) (global.get $DT_CQ))
             (then
               (if (i32.gt_u (local.tee $v (call $d_pad (call $rec (local.get $i)))) (i32.load (global.get $MAXPAD)))
                 (then (i32.store (global.get $MAXPAD) (local.get $v))))
@@ -2173,7 +2245,7 @@
     (local $dq i32) (local $cols i32) (local $n i32)
     (local.set $G (call $d_group (local.get $m)))
     (local.set $cols (call $d_cols (local.get $m)))
-    (local.set $ib (select (i32.const 2) (call $d_bits (local.get $m)) (i32.eq (call $d_bits (local.get $m)) (i32.const 5))))
+    (local.set $ib (call $index_bits (call $d_bits (local.get $m))))
     (local.set $pr (i32.add (call $d_data (local.get $m)) (i32.mul (local.get $row) (call $d_row_bytes (local.get $m)))))
     (local.set $dq (i32.load (global.get $P_DQ)))
     (loop $groups
@@ -2200,7 +2272,7 @@
     (if (i32.or (i32.eqz (i32.load (global.get $LOADED))) (i32.ge_u (local.get $rec) (i32.load (global.get $NREC))))
       (then (return (global.get $ERR_ARG))))
     (local.set $m (call $rec (local.get $rec)))
-    (if (i32.ne (call $d_dtype (local.get $m)) (i32.const 3)) (then (return (global.get $ERR_ARG))))
+    (if (i32.ne (call $d_dtype (local.get $m)) (global.get $DT_CQ)) (then (return (global.get $ERR_ARG))))
     (call $prepare (local.get $m) (local.get $x))
     (if (local.get $general)
       (then (call $mv_rows_by (local.get $m) (i32.const 0) (i32.const 0) (call $d_rows (local.get $m)) (local.get $y) (i32.const 0)))
@@ -3741,11 +3813,13 @@
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_POOLV) (i32.shl (local.get $d) (i32.const 3))) (i32.const 0))))
     (loop $each
       (local.set $desc (call $head (local.get $h)))
+      ;; head h's first record: after the manifest (record CORE), HEAD_RECORDS per head
       (local.set $rec (i32.add (i32.add (i32.load (global.get $CORE)) (i32.const 1)) (i32.mul (local.get $h) (global.get $HEAD_RECORDS))))
-      (local.set $p (call $d_rows (call $rec (local.get $rec))))
+      (local.set $p (call $d_rows (call $rec (i32.add (local.get $rec) (global.get $HR_PROBES)))))
       (i32.store (i32.add (local.get $desc) (global.get $H_CODE)) (call $head_code (local.get $h)))
       (i32.store (i32.add (local.get $desc) (global.get $H_PROBES)) (local.get $p))
-      (i32.store (i32.add (local.get $desc) (global.get $H_OUTPUTS)) (call $d_rows (call $rec (i32.add (local.get $rec) (i32.const 2)))))
+      (i32.store (i32.add (local.get $desc) (global.get $H_OUTPUTS))
+        (call $d_rows (call $rec (i32.add (local.get $rec) (global.get $HR_BIAS)))))
       (i32.store (i32.add (local.get $desc) (global.get $H_RECORD)) (local.get $rec))
       (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (global.get $H_PROBES_T)) (i32.mul (local.get $d) (local.get $p))) (i32.const 0))))
       (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (i32.add (local.get $desc) (global.get $H_RUN_MAX)) (i32.shl (local.get $p) (i32.const 2))) (i32.const 0))))
@@ -3760,7 +3834,7 @@
   ;; column c is probe 4q + j, so one vector accumulates the dots of four probes.
   (func $transpose_probes (param $desc i32)
     (local $src i32) (local $dst i32) (local $p i32) (local $d i32) (local $k i32) (local $c i32)
-    (local.set $src (call $fdata (call $rec (call $h_record (local.get $desc)))))
+    (local.set $src (call $fdata (call $h_rec (local.get $desc) (global.get $HR_PROBES))))
     (local.set $dst (call $h_probes_t (local.get $desc)))
     (local.set $p (call $h_probes (local.get $desc)))
     (local.set $d (call $g (global.get $G_D)))
@@ -3901,7 +3975,7 @@
     (local.set $desc (call $head (local.get $h)))
     (call $pooled (local.get $desc))
     (call $project (local.get $desc) (local.get $out))
-    (if (i32.eq (call $h_code (local.get $desc)) (i32.const 1))
+    (if (i32.eq (call $h_code (local.get $desc)) (global.get $HEAD_CONTRASTIVE))
       (then (call $l2_normalize (local.get $out) (call $h_outputs (local.get $desc)))))
     (call $h_outputs (local.get $desc)))
 
@@ -3925,7 +3999,7 @@
     (local.set $in (i32.mul (call $h_probes (local.get $desc)) (call $g (global.get $G_D))))
     (local.set $v (i32.load (global.get $P_POOLV)))
     (loop $outs
-      (local.set $row (i32.add (call $fdata (call $rec (i32.add (call $h_record (local.get $desc)) (i32.const 1))))
+      (local.set $row (i32.add (call $fdata (call $h_rec (local.get $desc) (global.get $HR_PROJ)))
                                (i32.shl (i32.mul (local.get $o) (local.get $in)) (i32.const 2))))
       (local.set $acc (f32.const 0))
       (local.set $j (i32.const 0))
@@ -3934,7 +4008,7 @@
                                                            (f32.load (i32.add (local.get $v) (i32.shl (local.get $j) (i32.const 2)))))))
         (br_if $dot (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (local.get $in))))
       (f32.store (i32.add (local.get $out) (i32.shl (local.get $o) (i32.const 2)))
-        (f32.add (local.get $acc) (f32.load (i32.add (call $fdata (call $rec (i32.add (call $h_record (local.get $desc)) (i32.const 2))))
+        (f32.add (local.get $acc) (f32.load (i32.add (call $fdata (call $h_rec (local.get $desc) (global.get $HR_BIAS)))
                                                      (i32.shl (local.get $o) (i32.const 2))))))
       (br_if $outs (i32.lt_u (local.tee $o (i32.add (local.get $o) (i32.const 1))) (call $h_outputs (local.get $desc))))))
 
