@@ -25,13 +25,14 @@
 
   ;; Job functions for the thread pool, called with (begin, end) item ranges and the calling thread's
   ;; slot (0: the driver, 1..THREADS-1: the helpers), which indexes per-thread scratch.
-  ;; Row kernels (indices 4 + kind, 8 + kind) share the table: (packed row, norms, blocks, mask, levels) -> f32.
+  ;; Row kernels (indices ROW_KERNEL + kind, ROW_KERNEL_QUAD + kind; kinds KIND_*) share the table:
+  ;; (packed row, norms, blocks, mask, levels) -> f32.
   (type $job_t (func (param i32 i32 i32)))
   (type $row_t (func (param i32 i32 i32 i32 v128) (result f32)))
   (table $jobs 13 funcref)
   (elem (i32.const 0) $job_matvec $job_attention $job_batch $job_fused)   ;; jobs 0..3 (JOB_* below)
-  (elem (i32.const 4) $row2 $row3 $row4 $row2)                     ;; row kernel of kind 0..3
-  (elem (i32.const 8) $row2q $row3 $row4q $row2q)                   ;; the same for groups of 128k (3-bit: never)
+  (elem (i32.const 4) $row2 $row3 $row4 $row2)                     ;; ROW_KERNEL: kinds 2-bit, 3-bit, 4-bit, ternary (KIND_* order)
+  (elem (i32.const 8) $row2q $row3 $row4q $row2q)                   ;; ROW_KERNEL_QUAD: the same for groups of 128k (3-bit: never)
   (elem (i32.const 12) $test_job_fill)                              ;; test-only: the pool's tests (test_pool)
 
   ;; ------------------------------------------------------------------------------------------
@@ -120,7 +121,7 @@
   (global $P_IO_BUF   (export "ADDR_IO_BUF") i32 (i32.const 1268)) ;; -> I/O buffer (text in, ids out)
   (global $IO_CAP   (export "ADDR_IO_CAP") i32 (i32.const 1272)) ;; its capacity in bytes
   (global $P_PREP_SRC i32 (i32.const 1276)) ;; prepared activation: source pointer,
-  (global $PREP_KIND i32 (i32.const 1280)) ;;  permutation kind,
+  (global $PREP_LAYOUT i32 (i32.const 1280)) ;;  column layout (LAYOUT_*),
   (global $PREP_COLS i32 (i32.const 1284)) ;;  cols
   (global $PREP_GROUP i32 (i32.const 1288)) ;; and group it was prepared for
   (global $STATE_OK i32 (i32.const 1292)) ;; 1 once the session buffers exist
@@ -130,8 +131,8 @@
   (global $P_HEADS  i32 (i32.const 1308)) ;; -> probe-head descriptors, 32 bytes each (table below)
   (global $POOLED   i32 (i32.const 1312)) ;; cells pooled since heads_begin
   (global $P_CELL   i32 (i32.const 1316)) ;; -> d: the lane mean after a layer (a cell)
-  (global $P_HSCORE i32 (i32.const 1320)) ;; -> 8 f32: the probe scores of one head for one cell
-  (global $P_POOLV  i32 (i32.const 1324)) ;; -> 8 d f32: a head's pooled probes, probe-major (head_output)
+  (global $P_HSCORE i32 (i32.const 1320)) ;; -> $max_probes f32: the probe scores of one head for one cell
+  (global $P_POOLV  i32 (i32.const 1324)) ;; -> $max_probes x d f32: a head's pooled probes, probe-major (head_output)
   (global $P_SNAP   i32 (i32.const 1328)) ;; -> the snapshot block (0: none since load): header fields SN_*, then $snap_walk's
   (global $SNAP_CAP i32 (i32.const 1332)) ;; bytes that block holds
   ;; Batched prefill: the chunk's per-token buffers, made by the first prefill after a load
@@ -141,7 +142,7 @@
   (global $P_BACTS  i32 (i32.const 1348))   ;; -> their block scales, f32 [block][CHUNK]
   (global $BACT_STRIDE i32 (i32.const 1352)) ;; bytes from one token's prepared activation to the next
   (global $BPREP_SRC i32 (i32.const 1356))  ;; what P_BACT holds: the source field (0: nothing valid),
-  (global $BPREP_KIND i32 (i32.const 1360)) ;;  permutation kind,
+  (global $BPREP_LAYOUT i32 (i32.const 1360)) ;;  column layout (LAYOUT_*),
   (global $BPREP_COLS i32 (i32.const 1364)) ;;  cols
   (global $BPREP_GROUP i32 (i32.const 1368)) ;; and group
   (global $P_BCELLS i32 (i32.const 1372))   ;; -> [CHUNK][layers + 1][d] f32: the chunk's probe-head cells (with heads)
@@ -176,10 +177,10 @@
   (global $G_SITE (export "GEO_engram_sites") i32 (i32.const 1636))
   (global $G_THETA (export "GEO_rope_theta") i32 (i32.const 1652))
   (global $CODEBOOK (export "ADDR_CODEBOOK") i32 (i32.const 1664)) ;; CODEBOOK_LEN f32 as read: cb2 at +CB2, cb3 at +CB3, cb4 at +CB4
-  (global $LEVELS i32 (i32.const 1792)) ;; f32 levels by raw index, 16 per kind (0: 2-bit, 1: 3-bit, 2: 4-bit, 3: ternary)
-  (global $CBQ    i32 (i32.const 2048)) ;; int8 levels (16 bytes) per kind, for i8x16.swizzle
-  (global $CBS    i32 (i32.const 2112)) ;; f32 scale of the int8 levels per kind
-  (global $PERM   i32 (i32.const 2176)) ;; 32-byte column permutation per layout (0 crumbs, 1 3-bit, 2 nibbles)
+  (global $LEVELS i32 (i32.const 1792)) ;; f32 levels by raw index, LEVELS_STRIDE bytes per kind (KIND_*; $level_at)
+  (global $CBQ    i32 (i32.const 2048)) ;; int8 levels, CBQ_STRIDE bytes per kind, for i8x16.swizzle ($kind_cbq)
+  (global $CBS    i32 (i32.const 2112)) ;; f32 scale of the int8 levels, CBS_STRIDE bytes per kind ($kind_cbs)
+  (global $PERM   i32 (i32.const 2176)) ;; column permutation per layout (LAYOUT_*), PERM_STRIDE bytes each ($perm_at)
   ;; Tokenizer fields
   (global $TOK_N     (export "ADDR_TOK_N") i32 (i32.const 2304)) ;; pieces (0: no tokenizer)
   (global $TOK_IDS   (export "ADDR_TOK_IDS") i32 (i32.const 2308)) ;; pad, eos, bos, unk (4 x u32)
@@ -226,6 +227,8 @@
   (global $JOB_BATCH     (export "JOB_BATCH")     i32 (i32.const 2))  ;; rows of a prefill chunk's products
   (global $JOB_FUSED     (export "JOB_FUSED")     i32 (i32.const 3))  ;; rows of products that share an input
   (global $JOB_TEST_FILL i32 (i32.const 12))                          ;; test-only (test_pool)
+  (global $ROW_KERNEL      i32 (i32.const 4))   ;; + kind (KIND_*): the general row kernel of that kind
+  (global $ROW_KERNEL_QUAD i32 (i32.const 8))   ;; + kind: the four-block kernel (groups of 128k)
   ;; The job at JOB, written by $run_job, read by $work
   (global $JOB_FN    i32 (i32.const 0))   ;; job function (index in $jobs: JOB_*)
   (global $JOB_COUNT i32 (i32.const 4))   ;; items in the job
@@ -333,14 +336,32 @@
   (global $D_DATA i32 (i32.const 24))      ;; -> packed bytes (CQ, in the archive) or f32 floats (FP16/FP32, widened at load)
   (global $D_NORMS i32 (i32.const 28))     ;; -> fp16 group norms (CQ)
   (global $D_ROW_BYTES i32 (i32.const 32)) ;; bytes per packed row
-  (global $D_KIND i32 (i32.const 36))      ;; level table: 0 2-bit, 1 3-bit, 2 4-bit, 3 ternary
+  (global $D_KIND i32 (i32.const 36))      ;; level kind (KIND_*, $kind_of its bits)
   (global $D_GROUPS i32 (i32.const 40))    ;; groups per row
   (global $D_ELEMENTS i32 (i32.const 44))  ;; elements
   (global $D_SIZE i32 (i32.const 48))
+  ;; The level kind of a CQ matrix (D_KIND): which levels its raw indices take. It indexes the level
+  ;; tables LEVELS, CBQ and CBS and the row kernels in $jobs (ROW_KERNEL + kind, ROW_KERNEL_QUAD + kind).
+  (global $KIND_2BIT    i32 (i32.const 0))  ;; bits 2: cb2 (the three bit widths in order: KIND_2BIT + bits - 2)
+  (global $KIND_3BIT    i32 (i32.const 1))  ;; bits 3: cb3
+  (global $KIND_4BIT    i32 (i32.const 2))  ;; bits 4: cb4
+  (global $KIND_TERNARY i32 (i32.const 3))  ;; bits BITS_TERNARY: {0, +1, 0, -1} x c/sqrt(group)
+  (global $KINDS        i32 (i32.const 4))
+  (global $LEVELS_STRIDE i32 (i32.const 64))  ;; bytes of LEVELS per kind: 16 f32, by raw index
+  (global $CBQ_STRIDE    i32 (i32.const 16))  ;; bytes of CBQ per kind: 16 int8, one v128
+  (global $CBS_STRIDE    i32 (i32.const 4))   ;; bytes of CBS per kind: one f32
+  (global $TERNARY_PLUS  i32 (i32.const 1))   ;; raw index of +c in a ternary matrix
+  (global $TERNARY_MINUS i32 (i32.const 3))   ;; raw index of -c (indices 0 and 2 are 0)
+  ;; The column layout of a prepared activation for a kind ($layout): the order in which its kernel
+  ;; expands a block of 32 packed indices; the layout's permutation is at PERM + PERM_STRIDE layout.
+  (global $LAYOUT_CRUMBS  i32 (i32.const 0))  ;; 2-bit and ternary: crumb t of byte j is column 4j + t
+  (global $LAYOUT_WORDS3  i32 (i32.const 1))  ;; 3-bit: index t of 24-bit word m is column 8m + t
+  (global $LAYOUT_NIBBLES i32 (i32.const 2))  ;; 4-bit: the low nibble of byte j is column 2j, the high 2j + 1
+  (global $PERM_STRIDE    i32 (i32.const 32)) ;; bytes per permutation: one per column of a block
 
   ;; Descriptor of probe head h at P_HEADS + H_SIZE h (docs/model.md "Probe heads"), its fields:
   (global $H_CODE i32 (i32.const 0))      ;; HEAD_CONTRASTIVE or HEAD_CONFIDENCE
-  (global $H_PROBES i32 (i32.const 4))    ;; P probes (CONTRASTIVE_PROBES or CONFIDENCE_PROBES: the format fixes them)
+  (global $H_PROBES i32 (i32.const 4))    ;; P probes (CONTRASTIVE_PROBES or CONFIDENCE_PROBES: the format fixes them; <= $max_probes)
   (global $H_OUTPUTS i32 (i32.const 8))   ;; outputs
   (global $H_PROBES_T i32 (i32.const 12))  ;; -> probes transposed, [d][P] f32
   (global $H_RUN_MAX i32 (i32.const 16))   ;; -> running max per probe [P] f32
@@ -1063,6 +1084,12 @@
   (func $index_bits (param $bits i32) (result i32)
     (select (i32.const 2) (local.get $bits) (i32.eq (local.get $bits) (global.get $BITS_TERNARY))))
 
+  ;; Level kind (KIND_*) of a CQ record with `bits` bits (2, 3, 4 or BITS_TERNARY).
+  (func $kind_of (param $bits i32) (result i32)
+    (if (result i32) (i32.eq (local.get $bits) (global.get $BITS_TERNARY))
+      (then (global.get $KIND_TERNARY))
+      (else (i32.add (global.get $KIND_2BIT) (i32.sub (local.get $bits) (i32.const 2))))))
+
   ;; The expected dtype, ndim and shape of a record, written to EXPECT.
   (func $set_expect (param $dtype i32) (param $ndim i32) (param $s0 i64) (param $s1 i64) (param $s2 i64)
     (i32.store (i32.add (global.get $EXPECT) (global.get $EX_DTYPE)) (local.get $dtype))
@@ -1422,8 +1449,7 @@
               (i32.store (i32.add (local.get $d) (global.get $D_GROUPS)) (i32.div_u (call $d_pad (local.get $d)) (local.get $k)))
               (i32.store (i32.add (local.get $d) (global.get $D_ROW_BYTES)) (i32.shr_u (i32.mul (call $d_pad (local.get $d)) (local.get $ib)) (i32.const 3)))
               (i32.store (i32.add (local.get $d) (global.get $D_NORMS)) (i32.add (local.get $src) (i32.mul (call $d_rows (local.get $d)) (call $d_row_bytes (local.get $d)))))
-              (i32.store (i32.add (local.get $d) (global.get $D_KIND))
-                (select (i32.const 3) (i32.sub (local.get $bits) (i32.const 2)) (i32.eq (local.get $bits) (global.get $BITS_TERNARY))))))
+              (i32.store (i32.add (local.get $d) (global.get $D_KIND)) (call $kind_of (local.get $bits)))))
           (if (i32.or (i32.eq (local.get $dtype) (global.get $DT_FP16)) (i32.eq (local.get $dtype) (global.get $DT_FP32)))
             (then  ;; D_ELEMENTS holds the blob's bytes so far: 2 per FP16 element, 4 per FP32 one
               (local.set $cnt (i32.shr_u (call $d_elements (local.get $d))
@@ -1498,46 +1524,58 @@
   ;; permutations of a 32-column block that match how each kernel expands packed indices.
   (func $build_tables
     (local $k i32) (local $p i32)
-    (call $zero (global.get $LEVELS) (i32.const 256))
-    (memory.copy (global.get $LEVELS) (i32.add (global.get $CODEBOOK) (global.get $CB2)) (i32.const 16))                  ;; 4 f32
-    (memory.copy (i32.add (global.get $LEVELS) (i32.const 64)) (i32.add (global.get $CODEBOOK) (global.get $CB3)) (i32.const 32))  ;; 8
-    (memory.copy (i32.add (global.get $LEVELS) (i32.const 128)) (i32.add (global.get $CODEBOOK) (global.get $CB4)) (i32.const 64)) ;; 16
-    ;; kind 3 (ternary) at +192 (64 bytes per kind): slots {0, +1, 0, -1}, so +196 and +204; int8 {0, 127, 0, -127}
-    (f32.store offset=196 (global.get $LEVELS) (f32.const 1))
-    (f32.store offset=204 (global.get $LEVELS) (f32.const -1))
+    (call $zero (global.get $LEVELS) (i32.mul (global.get $KINDS) (global.get $LEVELS_STRIDE)))
+    (memory.copy (call $level_at (global.get $KIND_2BIT) (i32.const 0)) (i32.add (global.get $CODEBOOK) (global.get $CB2)) (i32.const 16))  ;; 4 f32
+    (memory.copy (call $level_at (global.get $KIND_3BIT) (i32.const 0)) (i32.add (global.get $CODEBOOK) (global.get $CB3)) (i32.const 32))  ;; 8
+    (memory.copy (call $level_at (global.get $KIND_4BIT) (i32.const 0)) (i32.add (global.get $CODEBOOK) (global.get $CB4)) (i32.const 64))  ;; 16
+    ;; ternary: {0, +1, 0, -1} by raw index, the int8 levels {0, 127, 0, -127}; c/sqrt(group) is applied
+    ;; by $level and $cb_scale
+    (f32.store (call $level_at (global.get $KIND_TERNARY) (global.get $TERNARY_PLUS)) (f32.const 1))
+    (f32.store (call $level_at (global.get $KIND_TERNARY) (global.get $TERNARY_MINUS)) (f32.const -1))
     (loop $kinds
-      (f32.store (i32.add (global.get $CBS) (i32.shl (local.get $k) (i32.const 2)))
-        (call $quant16 (i32.add (global.get $LEVELS) (i32.shl (local.get $k) (i32.const 6)))
-                       (i32.add (global.get $CBQ) (i32.shl (local.get $k) (i32.const 4)))))
-      (br_if $kinds (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 4))))
+      (f32.store (call $kind_cbs (local.get $k))
+        (call $quant16 (call $level_at (local.get $k) (i32.const 0)) (call $kind_cbq (local.get $k))))
+      (br_if $kinds (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (global.get $KINDS))))
     (local.set $p (i32.const 0))
     (loop $perm
       ;; crumbs: position 8t + j holds column 4j + t
-      (i32.store8 (i32.add (global.get $PERM) (local.get $p))
+      (i32.store8 (i32.add (call $perm_at (global.get $LAYOUT_CRUMBS)) (local.get $p))
         (i32.add (i32.shl (i32.and (local.get $p) (i32.const 7)) (i32.const 2)) (i32.shr_u (local.get $p) (i32.const 3))))
       ;; 3-bit words: position 4t + m holds column 8m + t
-      (i32.store8 (i32.add (i32.add (global.get $PERM) (i32.const 32)) (local.get $p))
+      (i32.store8 (i32.add (call $perm_at (global.get $LAYOUT_WORDS3)) (local.get $p))
         (i32.add (i32.shl (i32.and (local.get $p) (i32.const 3)) (i32.const 3)) (i32.shr_u (local.get $p) (i32.const 2))))
       ;; nibbles: position j < 16 holds column 2j (low nibbles), 16 + j holds 2j + 1
-      (i32.store8 (i32.add (i32.add (global.get $PERM) (i32.const 64)) (local.get $p))
+      (i32.store8 (i32.add (call $perm_at (global.get $LAYOUT_NIBBLES)) (local.get $p))
         (i32.add (i32.shl (i32.and (local.get $p) (i32.const 15)) (i32.const 1)) (i32.shr_u (local.get $p) (i32.const 4))))
-      (br_if $perm (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 1))) (i32.const 32)))))
+      (br_if $perm (i32.lt_u (local.tee $p (i32.add (local.get $p) (i32.const 1))) (global.get $PERM_STRIDE)))))
+
+  ;; Address of the f32 level of raw index idx of kind `kind` in LEVELS.
+  (func $level_at (param $kind i32) (param $idx i32) (result i32)
+    (i32.add (i32.add (global.get $LEVELS) (i32.mul (local.get $kind) (global.get $LEVELS_STRIDE)))
+             (i32.shl (local.get $idx) (i32.const 2))))
+  ;; Address of the int8 level table of kind `kind` (one v128), and of its f32 scale.
+  (func $kind_cbq (param $kind i32) (result i32)
+    (i32.add (global.get $CBQ) (i32.mul (local.get $kind) (global.get $CBQ_STRIDE))))
+  (func $kind_cbs (param $kind i32) (result i32)
+    (i32.add (global.get $CBS) (i32.mul (local.get $kind) (global.get $CBS_STRIDE))))
+  ;; Address of the column permutation of layout `layout` (LAYOUT_*).
+  (func $perm_at (param $layout i32) (result i32)
+    (i32.add (global.get $PERM) (i32.mul (local.get $layout) (global.get $PERM_STRIDE))))
 
   ;; int8-level scale of a CQ matrix: the kind's, times c/sqrt(group) for ternary.
   (func $cb_scale (param $d i32) (result f32)
     (local $kind i32)
     (local.set $kind (call $d_kind (local.get $d)))
-    (if (result f32) (i32.eq (local.get $kind) (i32.const 3))
+    (if (result f32) (i32.eq (local.get $kind) (global.get $KIND_TERNARY))
       (then (f32.div (call $ternary_level (call $d_group (local.get $d))) (f32.const 127)))
-      (else (f32.load (i32.add (global.get $CBS) (i32.shl (local.get $kind) (i32.const 2)))))))
+      (else (f32.load (call $kind_cbs (local.get $kind))))))
 
   ;; f32 level of raw index idx of a CQ matrix (dequantisation).
   (func $level (param $d i32) (param $idx i32) (result f32)
     (local $kind i32) (local $v f32)
     (local.set $kind (call $d_kind (local.get $d)))
-    (local.set $v (f32.load (i32.add (global.get $LEVELS)
-      (i32.add (i32.shl (local.get $kind) (i32.const 6)) (i32.shl (local.get $idx) (i32.const 2))))))
-    (if (result f32) (i32.eq (local.get $kind) (i32.const 3))
+    (local.set $v (f32.load (call $level_at (local.get $kind) (local.get $idx))))
+    (if (result f32) (i32.eq (local.get $kind) (global.get $KIND_TERNARY))
       (then (f32.mul (local.get $v) (call $ternary_level (call $d_group (local.get $d)))))
       (else (local.get $v))))
 
@@ -1760,16 +1798,19 @@
       (local.set $p (i32.add (local.get $p) (i32.const 4)))
       (br $t))))
 
-  ;; Permutation layout of a matrix kind: 0 crumbs (2-bit, ternary), 1 3-bit words, 2 nibbles.
+  ;; Column layout (LAYOUT_*) of a matrix kind: crumbs for 2-bit and ternary, 3-bit words, nibbles for 4-bit.
   (func $layout (param $kind i32) (result i32)
-    (select (i32.const 0) (local.get $kind) (i32.eq (local.get $kind) (i32.const 3))))
+    (if (result i32) (i32.eq (local.get $kind) (global.get $KIND_3BIT))
+      (then (global.get $LAYOUT_WORDS3))
+      (else (select (global.get $LAYOUT_NIBBLES) (global.get $LAYOUT_CRUMBS)
+                    (i32.eq (local.get $kind) (global.get $KIND_4BIT))))))
 
   ;; A8 preparation of x (m.cols f32) for CQ matrix m into PREPQ / PREPS (below); remembers what it
   ;; prepared, so that the next products of the same layout reuse it.
   (func $prepare (param $m i32) (param $x i32)
     (call $prepare_to (local.get $m) (local.get $x) (i32.load (global.get $P_PREPQ)) (i32.load (global.get $P_PREPS)) (i32.const 4))
     (i32.store (global.get $P_PREP_SRC) (local.get $x))
-    (i32.store (global.get $PREP_KIND) (call $layout (call $d_kind (local.get $m))))
+    (i32.store (global.get $PREP_LAYOUT) (call $layout (call $d_kind (local.get $m))))
     (i32.store (global.get $PREP_COLS) (call $d_cols (local.get $m)))
     (i32.store (global.get $PREP_GROUP) (call $d_group (local.get $m))))
 
@@ -1795,7 +1836,7 @@
       (call $quant_block (i32.add (local.get $f) (i32.shl (local.get $b) (i32.const 7)))
         (i32.add (local.get $q) (i32.shl (local.get $b) (i32.const 6)))
         (i32.add (local.get $s) (i32.mul (local.get $b) (local.get $sstride)))
-        (i32.add (global.get $PERM) (i32.shl (call $layout (call $d_kind (local.get $m))) (i32.const 5))))
+        (call $perm_at (call $layout (call $d_kind (local.get $m)))))
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
 
   ;; quantizeBlockInt8 of 32 f32 at src: i16 values to dst in the order of `perm` (dst[k] = q[perm[k]]),
@@ -2125,7 +2166,7 @@
   ;; the four-block kernels for 2-bit, ternary and 4-bit with groups of 128k, else the general ones.
   (func $mv_rows (param $m i32) (param $first i32) (param $b i32) (param $e i32) (param $out i32)
     (call $mv_rows_by (local.get $m) (local.get $first) (local.get $b) (local.get $e) (local.get $out)
-      (i32.eqz (i32.or (i32.and (call $d_group (local.get $m)) (i32.const 127)) (i32.eq (call $d_kind (local.get $m)) (i32.const 1))))))
+      (i32.eqz (i32.or (i32.and (call $d_group (local.get $m)) (i32.const 127)) (i32.eq (call $d_kind (local.get $m)) (global.get $KIND_3BIT))))))
 
   ;; $mv_rows with the four-block kernel (fast = 1: m must allow it) or the general one (fast = 0).
   (func $mv_rows_by (param $m i32) (param $first i32) (param $b i32) (param $e i32) (param $out i32) (param $fast i32)
@@ -2134,12 +2175,12 @@
     (local.set $kind (call $d_kind (local.get $m)))
     (local.set $nb (i32.shr_u (call $d_pad (local.get $m)) (i32.const 5)))
     (local.set $mask (i32.sub (i32.shr_u (call $d_group (local.get $m)) (i32.const 5)) (i32.const 1)))
-    (local.set $fn (i32.add (local.get $kind) (i32.const 4)))
+    (local.set $fn (i32.add (global.get $ROW_KERNEL) (local.get $kind)))
     (if (local.get $fast)
       (then  ;; the four-block kernels, `mask` counted in quads
-        (local.set $fn (i32.add (local.get $kind) (i32.const 8)))
+        (local.set $fn (i32.add (global.get $ROW_KERNEL_QUAD) (local.get $kind)))
         (local.set $mask (i32.sub (i32.shr_u (call $d_group (local.get $m)) (i32.const 7)) (i32.const 1)))))
-    (local.set $tbl (v128.load (i32.add (global.get $CBQ) (i32.shl (local.get $kind) (i32.const 4)))))
+    (local.set $tbl (v128.load (call $kind_cbq (local.get $kind))))
     (local.set $cs (call $cb_scale (local.get $m)))
     (local.set $rb (call $d_row_bytes (local.get $m)))
     (local.set $ng (i32.shl (call $d_groups (local.get $m)) (i32.const 1)))
@@ -2166,7 +2207,7 @@
     (local $n i32)
     (if (i32.or (i32.or (i32.ne (i32.load (global.get $PREP_COLS)) (call $d_cols (local.get $m)))
                         (i32.ne (i32.load (global.get $PREP_GROUP)) (call $d_group (local.get $m))))
-                (i32.ne (i32.load (global.get $PREP_KIND)) (call $layout (call $d_kind (local.get $m)))))
+                (i32.ne (i32.load (global.get $PREP_LAYOUT)) (call $layout (call $d_kind (local.get $m)))))
       (then (call $prepare (local.get $m) (i32.load (global.get $P_PREP_SRC)))))
     (local.set $n (i32.sub (local.get $rowEnd) (local.get $rowBegin)))
     (if (i32.and (i32.ge_u (local.get $n) (i32.const 64)) (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)))
@@ -2212,7 +2253,7 @@
         (return)))
     (if (i32.or (i32.or (i32.ne (i32.load (global.get $PREP_COLS)) (call $d_cols (local.get $m0)))
                         (i32.ne (i32.load (global.get $PREP_GROUP)) (call $d_group (local.get $m0))))
-                (i32.ne (i32.load (global.get $PREP_KIND)) (call $layout (call $d_kind (local.get $m0)))))
+                (i32.ne (i32.load (global.get $PREP_LAYOUT)) (call $layout (call $d_kind (local.get $m0)))))
       (then (call $prepare (local.get $m0) (i32.load (global.get $P_PREP_SRC)))))
     (i32.store (global.get $FUSED_N) (local.get $n))
     (call $run_job (global.get $JOB_FUSED) (local.get $total) (call $chunk_for (local.get $total) (i32.const 16))))
@@ -3247,7 +3288,7 @@
     (local $s i32) (local $t i32)
     (local.set $s (call $slice_of (local.get $src)))
     (if (i32.or (i32.or (i32.ne (i32.load (global.get $BPREP_SRC)) (local.get $src))
-                        (i32.ne (i32.load (global.get $BPREP_KIND)) (call $layout (call $d_kind (local.get $m)))))
+                        (i32.ne (i32.load (global.get $BPREP_LAYOUT)) (call $layout (call $d_kind (local.get $m)))))
                 (i32.or (i32.ne (i32.load (global.get $BPREP_COLS)) (call $d_cols (local.get $m)))
                         (i32.ne (i32.load (global.get $BPREP_GROUP)) (call $d_group (local.get $m)))))
       (then
@@ -3260,7 +3301,7 @@
             (i32.shl (global.get $CHUNK) (i32.const 2)))
           (br_if $prep (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $n))))
         (i32.store (global.get $BPREP_SRC) (local.get $src))
-        (i32.store (global.get $BPREP_KIND) (call $layout (call $d_kind (local.get $m))))
+        (i32.store (global.get $BPREP_LAYOUT) (call $layout (call $d_kind (local.get $m))))
         (i32.store (global.get $BPREP_COLS) (call $d_cols (local.get $m)))
         (i32.store (global.get $BPREP_GROUP) (call $d_group (local.get $m))))))
 
@@ -3299,7 +3340,7 @@
     (local.set $kind (call $d_kind (local.get $m)))
     (local.set $nb (i32.shr_u (call $d_pad (local.get $m)) (i32.const 5)))
     (local.set $bpg (i32.shr_u (call $d_group (local.get $m)) (i32.const 5)))
-    (local.set $tbl (v128.load (i32.add (global.get $CBQ) (i32.shl (local.get $kind) (i32.const 4)))))
+    (local.set $tbl (v128.load (call $kind_cbq (local.get $kind))))
     (local.set $cs (f32x4.splat (call $cb_scale (local.get $m))))
     (local.set $scr (i32.add (i32.load (global.get $P_BROW)) (i32.mul (local.get $slot) (i32.load (global.get $BROW_BYTES)))))
     (local.set $astride (i32.load (global.get $BACT_STRIDE)))
@@ -3329,7 +3370,7 @@
   (func $expand (param $kind i32) (param $p i32) (param $nb i32) (param $tbl v128) (param $dst i32)
     (local $end i32) (local $w v128) (local $l0 v128) (local $l1 v128) (local $l2 v128) (local $l3 v128)
     (local.set $end (i32.add (local.get $dst) (i32.shl (local.get $nb) (i32.const 6))))
-    (if (i32.eq (local.get $kind) (i32.const 2))
+    (if (i32.eq (local.get $kind) (global.get $KIND_4BIT))
       (then  ;; 4-bit: 16 bytes = one block; low nibble of byte j = column 2j, high = 2j + 1
         (loop $blocks
           (local.set $w (v128.load (local.get $p)))
@@ -3340,7 +3381,7 @@
           (local.set $p (i32.add (local.get $p) (i32.const 16)))
           (br_if $blocks (i32.lt_u (local.tee $dst (i32.add (local.get $dst) (i32.const 64))) (local.get $end))))
         (return)))
-    (if (i32.eq (local.get $kind) (i32.const 1))
+    (if (i32.eq (local.get $kind) (global.get $KIND_3BIT))
       (then  ;; 3-bit: 12 bytes = one block = four 24-bit words; index t of word m = column 8m + t
         (loop $blocks
           (local.set $w (call $words3 (local.get $p)))
@@ -3799,6 +3840,12 @@
   (func $head (param $h i32) (result i32)
     (i32.add (i32.load (global.get $P_HEADS)) (i32.mul (local.get $h) (global.get $H_SIZE))))
 
+  ;; The most probes a head has (CONTRASTIVE_PROBES or CONFIDENCE_PROBES): what the scratch shared by
+  ;; all heads (P_HSCORE, P_POOLV) is sized for.
+  (func $max_probes (result i32)
+    (select (global.get $CONTRASTIVE_PROBES) (global.get $CONFIDENCE_PROBES)
+            (i32.gt_u (global.get $CONTRASTIVE_PROBES) (global.get $CONFIDENCE_PROBES))))
+
   ;; At load: the scratch of the pooling and one descriptor per head, with its probes transposed and
   ;; its running state. 0, or ERR_MEMORY. No heads: nothing is allocated.
   (func $alloc_heads (result i32)
@@ -3809,8 +3856,8 @@
     (local.set $d (i32.shl (call $g (global.get $G_D)) (i32.const 2)))
     (local.set $ok (i32.ne (call $buf (global.get $P_HEADS) (i32.mul (local.get $n) (global.get $H_SIZE))) (i32.const 0)))
     (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_CELL) (local.get $d)) (i32.const 0))))
-    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_HSCORE) (i32.const 32)) (i32.const 0))))
-    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_POOLV) (i32.shl (local.get $d) (i32.const 3))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_HSCORE) (i32.shl (call $max_probes) (i32.const 2))) (i32.const 0))))
+    (local.set $ok (i32.and (local.get $ok) (i32.ne (call $buf (global.get $P_POOLV) (i32.mul (call $max_probes) (local.get $d))) (i32.const 0))))
     (loop $each
       (local.set $desc (call $head (local.get $h)))
       ;; head h's first record: after the manifest (record CORE), HEAD_RECORDS per head
