@@ -17,10 +17,16 @@
 #              drawn again with perturbed phrasings (docs/training-data.md)    -> build/train/data-p/
 #   perturbed  a new run from run/'s weights (--init) on data-p: --lr 1.2e-3 --min-lr 1e-4
 #              --warmup 30 --minutes 55                                        -> build/train/run-p/
+#   data-p8    data.py as above with --perturb 0.8 (twice the share of perturbed requests)
+#                                                                              -> build/train/data-p8/
+#   perturbed2 a new run from run-p/'s weights on data-p8: --lr 1e-3 --min-lr 1e-4 --warmup 30
+#              --steps 2000 --seed 5 (a step budget: the same model on any machine, only sooner or
+#              later; 49 minutes here)                                         -> build/train/run-p8/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
-#              options go to every run (`npm run train -- --device cuda`). A checkpoint is never
-#              older than its data: a run on other data stops with a message instead of being resumed.
-#   export     tools/train/export.py                                           -> build/train/run-p/model.safetensors
+#              options go to every run (`npm run train -- --device cuda`); a run whose successor
+#              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
+#              other data stops with a message instead of being resumed.
+#   export     tools/train/export.py                                           -> build/train/run-p8/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -47,14 +53,17 @@ bits_map='embedding=4,mhc=4,default=4'
 tokens=${NEEDLE_TRAIN_TOKENS:-7000000}
 minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
-# the continued run and the perturbed one (NEEDLE_TRAIN_CONTINUE_AT and NEEDLE_TRAIN_PERTURBED_MINUTES
-# for a quick trial of the script)
+# the continued run and the perturbed ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES and
+# NEEDLE_TRAIN_PERTURBED2_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
 perturb=0.4
 perturbed_minutes=${NEEDLE_TRAIN_PERTURBED_MINUTES:-55}
 perturbed_options=(--lr 1.2e-3 --min-lr 1e-4 --warmup 30 --tokens 30000000)
+perturb2=0.8
+perturbed2_steps=${NEEDLE_TRAIN_PERTURBED2_STEPS:-2000}
+perturbed2_options=(--lr 1e-3 --min-lr 1e-4 --warmup 30 --steps "$perturbed2_steps" --seed 5)
 
 install=0
 train_options=()
@@ -72,7 +81,10 @@ checkpoint="$run/checkpoint.pt"
 data_p="$work/data-p"
 run_p="$work/run-p"
 checkpoint_p="$run_p/checkpoint.pt"
-weights="$run_p/model.safetensors"
+data_p8="$work/data-p8"
+run_p8="$work/run-p8"
+checkpoint_p8="$run_p8/checkpoint.pt"
+weights="$run_p8/model.safetensors"
 archive="$work/needlework-tools.cact"
 parity="$work/parity.json"
 
@@ -238,7 +250,9 @@ else
 fi
 perturbed_command=("$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed_minutes"
                    "${perturbed_options[@]}" --eval "$data/A.jsonl" --out "$run_p")
-if [ -e "$checkpoint_p" ]; then
+if [ -e "$checkpoint_p8" ]; then
+  skipped perturbed "$checkpoint_p (the second perturbed run started from it)"
+elif [ -e "$checkpoint_p" ]; then
   up_to_date "$checkpoint_p" "$data_p/train.jsonl" "$tokenizer" ||
     die "$checkpoint_p is older than its data or the tokenizer: it was trained on other data. Remove $run_p to train again."
   if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint_p"; then
@@ -250,11 +264,33 @@ else
   stage perturbed "${perturbed_command[@]}" --init "$checkpoint" "${train_options[@]}"
 fi
 
+# --- the data perturbed twice as often and the run on it -------------------------------------------
+if up_to_date "$work/data-p8.stamp" "${data_code[@]}" && [ -e "$data_p8/train.jsonl" ]; then
+  skipped data-p8 "$data_p8"
+elif [ -e "$data_p8/train.jsonl" ] && [ "$checkpoint_p8" -nt "$data_p8/train.jsonl" ]; then
+  echo "train: data-p8    kept: $checkpoint_p8 was trained on it (to make it again, remove $run_p8)"
+else
+  stage data-p8 make_data "$data_p8" "$work/data-p8.stamp" --perturb "$perturb2"
+fi
+perturbed2_command=("$python" tools/train/train.py --data "$data_p8" --tokenizer "$tokenizer"
+                    "${perturbed2_options[@]}" --eval "$data/A.jsonl" --out "$run_p8")
+if [ -e "$checkpoint_p8" ]; then
+  up_to_date "$checkpoint_p8" "$data_p8/train.jsonl" "$tokenizer" ||
+    die "$checkpoint_p8 is older than its data or the tokenizer: it was trained on other data. Remove $run_p8 to train again."
+  if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint_p8"; then
+    skipped perturbed2 "$checkpoint_p8"
+  else
+    stage perturbed2 "${perturbed2_command[@]}" --resume "${train_options[@]}"
+  fi
+else
+  stage perturbed2 "${perturbed2_command[@]}" --init "$checkpoint_p" "${train_options[@]}"
+fi
+
 # --- export, pack --------------------------------------------------------------------------------
-if up_to_date "$weights" "$checkpoint_p" tools/train/export.py; then
+if up_to_date "$weights" "$checkpoint_p8" tools/train/export.py; then
   skipped export "$weights"
 else
-  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_p" -o "$weights"
+  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_p8" -o "$weights"
 fi
 
 pack() {
@@ -271,7 +307,7 @@ fi
 
 # --- parity --------------------------------------------------------------------------------------
 check_parity() {
-  "$python" tools/train/parity.py --checkpoint "$checkpoint_p" --bin "$bin" --data "$data/A.jsonl" \
+  "$python" tools/train/parity.py --checkpoint "$checkpoint_p8" --bin "$bin" --data "$data/A.jsonl" \
     --tokenizer "$tokenizer" --count 3 --long | tee "$parity.log"
   tail -n 1 "$parity.log" > "$parity"
   rm "$parity.log"
