@@ -240,51 +240,62 @@ else
   stage continue "${continue_command[@]}" "${train_options[@]}"
 fi
 
-# --- the perturbed data and the run on it ---------------------------------------------------------
-if up_to_date "$work/data-p.stamp" "${data_code[@]}" && [ -e "$data_p/train.jsonl" ]; then
-  skipped data-p "$data_p"
-elif [ -e "$data_p/train.jsonl" ] && [ "$checkpoint_p" -nt "$data_p/train.jsonl" ]; then
-  echo "train: data-p     kept: $checkpoint_p was trained on it (to make it again, remove $run_p)"
-else
-  stage data-p make_data "$data_p" "$work/data-p.stamp" --perturb "$perturb"
-fi
-perturbed_command=("$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed_minutes"
-                   "${perturbed_options[@]}" --eval "$data/A.jsonl" --out "$run_p")
-if [ -e "$checkpoint_p8" ]; then
-  skipped perturbed "$checkpoint_p (the second perturbed run started from it)"
-elif [ -e "$checkpoint_p" ]; then
-  up_to_date "$checkpoint_p" "$data_p/train.jsonl" "$tokenizer" ||
-    die "$checkpoint_p is older than its data or the tokenizer: it was trained on other data. Remove $run_p to train again."
-  if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint_p"; then
-    skipped perturbed "$checkpoint_p"
+# --- the perturbed data and the runs on it --------------------------------------------------------
+# perturbed_data NAME DIR RUN [data.py options]: the stage NAME that makes DIR (the training requests
+# drawn again, the held-out splits the same), unless its stamp is newer than the generator's code, or
+# RUN's checkpoint was trained on it.
+perturbed_data() {
+  local name=$1 dir=$2 run=$3
+  shift 3
+  if up_to_date "$work/$name.stamp" "${data_code[@]}" && [ -e "$dir/train.jsonl" ]; then
+    skipped "$name" "$dir"
+  elif [ -e "$dir/train.jsonl" ] && [ "$run/checkpoint.pt" -nt "$dir/train.jsonl" ]; then
+    printf 'train: %-10s kept: %s was trained on it (to make it again, remove %s)\n' "$name" "$run/checkpoint.pt" "$run"
   else
-    stage perturbed "${perturbed_command[@]}" --resume "${train_options[@]}"
+    stage "$name" make_data "$dir" "$work/$name.stamp" "$@"
   fi
-else
-  stage perturbed "${perturbed_command[@]}" --init "$checkpoint" "${train_options[@]}"
-fi
+}
+# run_from NAME INIT NEXT COMMAND...: the stage NAME, COMMAND (a train.py run on --data DATA with
+# --out RUN) started from INIT's weights, or resumed from RUN's checkpoint; skipped when it is
+# finished and no train.py option was given, or when the run after it (NEXT, a checkpoint) exists.
+run_from() {
+  local name=$1 init=$2 next=$3 data run
+  shift 3
+  data=$(arg_of --data "$@")
+  run=$(arg_of --out "$@")
+  if [ -e "$next" ]; then
+    skipped "$name" "$run/checkpoint.pt (the next run started from it)"
+  elif [ -e "$run/checkpoint.pt" ]; then
+    up_to_date "$run/checkpoint.pt" "$data/train.jsonl" "$tokenizer" ||
+      die "$run/checkpoint.pt is older than its data or the tokenizer: it was trained on other data. Remove $run to train again."
+    if [ ${#train_options[@]} -eq 0 ] && finished "$run/checkpoint.pt"; then
+      skipped "$name" "$run/checkpoint.pt"
+    else
+      stage "$name" "$@" --resume "${train_options[@]}"
+    fi
+  else
+    stage "$name" "$@" --init "$init" "${train_options[@]}"
+  fi
+}
+# arg_of OPTION ARGS...: the value that follows OPTION in ARGS.
+arg_of() {
+  local option=$1
+  shift
+  while [ $# -gt 1 ]; do
+    if [ "$1" = "$option" ]; then echo "$2"; return; fi
+    shift
+  done
+  die "arg_of: $option not given"
+}
 
-# --- the data perturbed twice as often and the run on it -------------------------------------------
-if up_to_date "$work/data-p8.stamp" "${data_code[@]}" && [ -e "$data_p8/train.jsonl" ]; then
-  skipped data-p8 "$data_p8"
-elif [ -e "$data_p8/train.jsonl" ] && [ "$checkpoint_p8" -nt "$data_p8/train.jsonl" ]; then
-  echo "train: data-p8    kept: $checkpoint_p8 was trained on it (to make it again, remove $run_p8)"
-else
-  stage data-p8 make_data "$data_p8" "$work/data-p8.stamp" --perturb "$perturb2"
-fi
-perturbed2_command=("$python" tools/train/train.py --data "$data_p8" --tokenizer "$tokenizer"
-                    "${perturbed2_options[@]}" --eval "$data/A.jsonl" --out "$run_p8")
-if [ -e "$checkpoint_p8" ]; then
-  up_to_date "$checkpoint_p8" "$data_p8/train.jsonl" "$tokenizer" ||
-    die "$checkpoint_p8 is older than its data or the tokenizer: it was trained on other data. Remove $run_p8 to train again."
-  if [ ${#train_options[@]} -eq 0 ] && finished "$checkpoint_p8"; then
-    skipped perturbed2 "$checkpoint_p8"
-  else
-    stage perturbed2 "${perturbed2_command[@]}" --resume "${train_options[@]}"
-  fi
-else
-  stage perturbed2 "${perturbed2_command[@]}" --init "$checkpoint_p" "${train_options[@]}"
-fi
+perturbed_data data-p "$data_p" "$run_p" --perturb "$perturb"
+run_from perturbed "$checkpoint" "$checkpoint_p8" \
+  "$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed_minutes" \
+  "${perturbed_options[@]}" --eval "$data/A.jsonl" --out "$run_p"
+perturbed_data data-p8 "$data_p8" "$run_p8" --perturb "$perturb2"
+run_from perturbed2 "$checkpoint_p" "" \
+  "$python" tools/train/train.py --data "$data_p8" --tokenizer "$tokenizer" \
+  "${perturbed2_options[@]}" --eval "$data/A.jsonl" --out "$run_p8"
 
 # --- export, pack --------------------------------------------------------------------------------
 if up_to_date "$weights" "$checkpoint_p8" tools/train/export.py; then
