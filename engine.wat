@@ -716,6 +716,70 @@
   ;; logistic sigmoid 1 / (1 + e^-x), f32 as the reference computes it
   (func $sigmoid (param $x f32) (result f32)
     (f32.div (f32.const 1) (f32.add (f32.const 1) (call $expf (f32.neg (local.get $x))))))
+;; e^x of four f32 lanes: in each lane exactly $expf's operations (f64x2 arithmetic is the scalar
+  ;; f64 arithmetic lane by lane), so every lane is $expf's result bit for bit. A lane past |x| <= 104
+  ;; or NaN sends the four to $expf one at a time.
+  (func $expf4 (param $x v128) (result v128)
+    (local $lo v128) (local $hi v128) (local $klo v128) (local $khi v128) (local $n v128)
+    (if (i32.eqz (i32x4.all_true (f32x4.le (f32x4.abs (local.get $x)) (f32x4.splat (f32.const 104)))))
+      (then (return (call $expf4_lanes (local.get $x)))))
+    ;; z = x 32/ln2 and k = nearest(z), lanes 0-1 in lo, 2-3 in hi
+    (local.set $lo (f64x2.mul (f64x2.promote_low_f32x4 (local.get $x)) (f64x2.splat (f64.const 0x1.71547652b82fep+5))))
+    (local.set $hi (f64x2.mul (f64x2.promote_low_f32x4 (i8x16.shuffle 8 9 10 11 12 13 14 15 8 9 10 11 12 13 14 15
+                                                          (local.get $x) (local.get $x)))
+                              (f64x2.splat (f64.const 0x1.71547652b82fep+5))))
+    (local.set $klo (f64x2.nearest (local.get $lo)))
+    (local.set $khi (f64x2.nearest (local.get $hi)))
+    (local.set $n (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+      (i32x4.trunc_sat_f64x2_s_zero (local.get $klo)) (i32x4.trunc_sat_f64x2_s_zero (local.get $khi))))
+    ;; p(r) x 2^k T[j], rounded to f32 once per lane
+    (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
+      (f32x4.demote_f64x2_zero (f64x2.mul (call $exp_poly (f64x2.sub (local.get $lo) (local.get $klo)))
+                                          (call $exp_scale (local.get $n) (i32.const 0))))
+      (f32x4.demote_f64x2_zero (f64x2.mul (call $exp_poly (f64x2.sub (local.get $hi) (local.get $khi)))
+                                          (call $exp_scale (local.get $n) (i32.const 1))))))
+
+  ;; The lanes 2 half .. 2 half + 1 of n (i32x4) as $expf's 2^k T[j]: T[n & 31] with n >> 5 added to
+  ;; its exponent bits, in an f64x2.
+  (func $exp_scale (param $n v128) (param $half i32) (result v128)
+    (local $a i32) (local $b i32)
+    (if (local.get $half)
+      (then (local.set $a (i32x4.extract_lane 2 (local.get $n))) (local.set $b (i32x4.extract_lane 3 (local.get $n))))
+      (else (local.set $a (i32x4.extract_lane 0 (local.get $n))) (local.set $b (i32x4.extract_lane 1 (local.get $n)))))
+    (i64x2.replace_lane 1
+      (i64x2.splat (call $exp_bits (local.get $a)))
+      (call $exp_bits (local.get $b))))
+
+  ;; $expf's 2^k T[j] bits for n = 32k + j.
+  (func $exp_bits (param $n i32) (result i64)
+    (i64.add (i64.load (i32.add (global.get $MATHTAB) (i32.shl (i32.and (local.get $n) (i32.const 31)) (i32.const 3))))
+             (i64.shl (i64.extend_i32_s (i32.shr_s (local.get $n) (i32.const 5))) (i64.const 52))))
+
+  ;; $expf's quartic polynomial of 2^(r/32), in two f64 lanes.
+  (func $exp_poly (param $r v128) (result v128)
+    (local $p v128)
+    (local.set $p (f64x2.splat (f64.const 0x1.3b2ab6fba4e77p-27)))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.c6b08d704a0c0p-20))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.ebfbdff82c58fp-13))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.62e42fefa39efp-6))))
+    (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 1))))
+
+  ;; $expf of each lane, one at a time (the lanes $expf4 does not take).
+  (func $expf4_lanes (param $x v128) (result v128)
+    (f32x4.replace_lane 3 (f32x4.replace_lane 2 (f32x4.replace_lane 1
+      (f32x4.splat (call $expf (f32x4.extract_lane 0 (local.get $x))))
+      (call $expf (f32x4.extract_lane 1 (local.get $x))))
+      (call $expf (f32x4.extract_lane 2 (local.get $x))))
+      (call $expf (f32x4.extract_lane 3 (local.get $x)))))
+
+  ;; $sigmoid of four lanes: 1 / (1 + e^-x), each lane bit for bit.
+  (func $sigmoid4 (param $x v128) (result v128)
+    (f32x4.div (f32x4.splat (f32.const 1)) (f32x4.add (f32x4.splat (f32.const 1)) (call $expf4 (f32x4.neg (local.get $x))))))
+
+  ;; Test hook: $expf4 on the four f32 at p, in place.
+  (func (export "test_expf4") (param $p i32)
+    (v128.store (local.get $p) (call $expf4 (v128.load (local.get $p)))))
+
   ;; 1/sqrt(n) in f64, rounded to f32 (the FWHT normalisation)
   (func $invroot (param $n i32) (result f32)
     (f32.demote_f64 (f64.div (f64.const 1) (f64.sqrt (f64.convert_i32_u (local.get $n))))))
@@ -2381,6 +2445,7 @@
   ;; Sinkhorn in the log domain on the n x n matrix at m: 20 rounds of rows then columns, then exp.
   (func $sinkhorn (param $m i32) (param $n i32)
     (local $it i32) (local $r i32) (local $c i32) (local $l f32) (local $p i32)
+    (if (i32.eq (local.get $n) (i32.const 4)) (then (return (call $sinkhorn4 (local.get $m)))))
     (loop $rounds
       (local.set $r (i32.const 0))
       (loop $rows
@@ -2408,6 +2473,63 @@
       (local.set $p (i32.add (local.get $m) (i32.shl (local.get $r) (i32.const 2))))
       (f32.store (local.get $p) (call $expf (f32.load (local.get $p))))
       (br_if $e (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (i32.mul (local.get $n) (local.get $n))))))
+
+;; $sinkhorn for four lanes (every real archive), bit for bit, four logsumexps at once: the rows'
+  ;; round is the columns' round of the transposed matrix, so each round transposes, takes the
+  ;; columns, transposes back and takes the columns; then e^M four at a time.
+  (func $sinkhorn4 (param $m i32)
+    (local $it i32)
+    (loop $rounds
+      (call $transpose4 (local.get $m))
+      (call $lse_columns4 (local.get $m))
+      (call $transpose4 (local.get $m))
+      (call $lse_columns4 (local.get $m))
+      (br_if $rounds (i32.lt_u (local.tee $it (i32.add (local.get $it) (i32.const 1))) (i32.const 20))))
+    (v128.store (local.get $m) (call $expf4 (v128.load (local.get $m))))
+    (v128.store offset=16 (local.get $m) (call $expf4 (v128.load offset=16 (local.get $m))))
+    (v128.store offset=32 (local.get $m) (call $expf4 (v128.load offset=32 (local.get $m))))
+    (v128.store offset=48 (local.get $m) (call $expf4 (v128.load offset=48 (local.get $m)))))
+
+  ;; The 4 x 4 f32 matrix at m, transposed in place.
+  (func $transpose4 (param $m i32)
+    (local $t0 v128) (local $t1 v128) (local $t2 v128) (local $t3 v128)
+    ;; t0 = r0.0 r1.0 r0.1 r1.1, t1 = r2.0 r3.0 r2.1 r3.1, t2 = r0.2 r1.2 r0.3 r1.3, t3 = r2.2 r3.2 r2.3 r3.3
+    (local.set $t0 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (v128.load (local.get $m)) (v128.load offset=16 (local.get $m))))
+    (local.set $t1 (i8x16.shuffle 0 1 2 3 16 17 18 19 4 5 6 7 20 21 22 23 (v128.load offset=32 (local.get $m)) (v128.load offset=48 (local.get $m))))
+    (local.set $t2 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (v128.load (local.get $m)) (v128.load offset=16 (local.get $m))))
+    (local.set $t3 (i8x16.shuffle 8 9 10 11 24 25 26 27 12 13 14 15 28 29 30 31 (v128.load offset=32 (local.get $m)) (v128.load offset=48 (local.get $m))))
+    (v128.store (local.get $m) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $t0) (local.get $t1)))
+    (v128.store offset=16 (local.get $m) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $t0) (local.get $t1)))
+    (v128.store offset=32 (local.get $m) (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23 (local.get $t2) (local.get $t3)))
+    (v128.store offset=48 (local.get $m) (i8x16.shuffle 8 9 10 11 12 13 14 15 24 25 26 27 28 29 30 31 (local.get $t2) (local.get $t3))))
+
+  ;; Each column c of the 4 x 4 matrix at m minus its logsumexp, lane c of the rows' vectors: exactly
+  ;; $lse's operations (the maximum from row 0 by "if max < v", pmax; the sum from 0 in row order).
+  (func $lse_columns4 (param $m i32)
+    (local $r0 v128) (local $r1 v128) (local $r2 v128) (local $r3 v128) (local $mx v128) (local $s v128)
+    (local.set $r0 (v128.load (local.get $m)))
+    (local.set $r1 (v128.load offset=16 (local.get $m)))
+    (local.set $r2 (v128.load offset=32 (local.get $m)))
+    (local.set $r3 (v128.load offset=48 (local.get $m)))
+    (local.set $mx (f32x4.pmax (f32x4.pmax (f32x4.pmax (local.get $r0) (local.get $r1)) (local.get $r2)) (local.get $r3)))
+    (local.set $s (f32x4.add (f32x4.add (f32x4.add (f32x4.add (v128.const i32x4 0 0 0 0)
+      (call $expf4 (f32x4.sub (local.get $r0) (local.get $mx))))
+      (call $expf4 (f32x4.sub (local.get $r1) (local.get $mx))))
+      (call $expf4 (f32x4.sub (local.get $r2) (local.get $mx))))
+      (call $expf4 (f32x4.sub (local.get $r3) (local.get $mx)))))
+    (local.set $s (f32x4.add (local.get $mx) (call $logf4 (local.get $s))))
+    (v128.store (local.get $m) (f32x4.sub (local.get $r0) (local.get $s)))
+    (v128.store offset=16 (local.get $m) (f32x4.sub (local.get $r1) (local.get $s)))
+    (v128.store offset=32 (local.get $m) (f32x4.sub (local.get $r2) (local.get $s)))
+    (v128.store offset=48 (local.get $m) (f32x4.sub (local.get $r3) (local.get $s))))
+
+  ;; $logf of each lane.
+  (func $logf4 (param $x v128) (result v128)
+    (f32x4.replace_lane 3 (f32x4.replace_lane 2 (f32x4.replace_lane 1
+      (f32x4.splat (call $logf (f32x4.extract_lane 0 (local.get $x))))
+      (call $logf (f32x4.extract_lane 1 (local.get $x))))
+      (call $logf (f32x4.extract_lane 2 (local.get $x))))
+      (call $logf (f32x4.extract_lane 3 (local.get $x)))))
 
   ;; Copies n f32 to the trace at float offset `at` when tracing; returns at + n.
   (func $trace (param $src i32) (param $n i32) (param $at i32) (result i32)
@@ -2726,11 +2848,11 @@
     (if (i32.and (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)) (i32.gt_u (local.get $H) (i32.const 1)))
       (then (call $run_job (global.get $JOB_ATTENTION) (local.get $H) (i32.const 1)))
       (else (call $job_attention (i32.const 0) (local.get $H) (i32.const 0))))
-    (loop $gate
+    (loop $gate  ;; four at a time (qd is a multiple of 32)
       (local.set $g (i32.add (i32.load (global.get $P_O)) (i32.shl (local.get $c) (i32.const 2))))
-      (f32.store (local.get $g) (f32.mul (f32.load (local.get $g))
-        (call $sigmoid (f32.load (i32.add (i32.load (global.get $P_GATE)) (i32.shl (local.get $c) (i32.const 2)))))))
-      (br_if $gate (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $qd)))))
+      (v128.store (local.get $g) (f32x4.mul (v128.load (local.get $g))
+        (call $sigmoid4 (v128.load (i32.add (i32.load (global.get $P_GATE)) (i32.shl (local.get $c) (i32.const 2)))))))
+      (br_if $gate (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (local.get $qd)))))
 
   ;; From a = Wout o: a <- ZCRMS(a, post_norm); x1 = b + sigmoid(attn_gate) a.
   (func $attn_residual (param $i i32)
@@ -2775,11 +2897,9 @@
   ;; the reference), then taken in logical key order for the softmax and the value sum.
   (func $attend (param $j i32)
     (local $i i32) (local $hd i32) (local $KV i32) (local $q i32) (local $sp i32) (local $sc i32) (local $head i32)
-    (local $count i32) (local $sinkEnd i32) (local $wb i32) (local $t i32) (local $row i32) (local $nb i32)
-    (local $mx f32) (local $s f32) (local $sum f32) (local $o i32) (local $slots i32) (local $slot i32)
+    (local $count i32) (local $sinkEnd i32) (local $slots i32) (local $b i32) (local $nb i32)
     (local.set $i (i32.load (i32.add (global.get $ARGS) (global.get $ATT_LAYER))))
     (local.set $sinkEnd (i32.load (i32.add (global.get $ARGS) (global.get $ATT_SINK_END))))
-    (local.set $wb (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN))))
     (local.set $count (i32.load (i32.add (global.get $ARGS) (global.get $ATT_KEYS))))
     (local.set $hd (call $g (global.get $G_HD)))
     (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
@@ -2788,7 +2908,6 @@
     (local.set $head (i32.add (i32.mul (local.get $i) (local.get $KV))
                               (i32.div_u (local.get $j) (i32.div_u (call $g (global.get $G_H)) (local.get $KV)))))
     (local.set $q (i32.add (i32.load (global.get $P_Q)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))))
-    (local.set $o (i32.add (i32.load (global.get $P_O)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))))
     (local.set $sp (i32.add (i32.load (global.get $P_SCORES)) (i32.shl (i32.mul (local.get $j) (i32.shl (i32.add (local.get $slots) (i32.const 8)) (i32.const 1))) (i32.const 2))))
     (local.set $sc (i32.add (local.get $sp) (i32.shl (i32.add (local.get $slots) (i32.const 8)) (i32.const 2))))
     ;; scores by slot: the sinks [0, sinkEnd), then the window's keys, whose slots are [sinkEnd, count)
@@ -2798,39 +2917,18 @@
       (then (call $score_slots (local.get $q) (local.get $head) (local.get $sinkEnd) (local.get $count) (local.get $sp)))
       (else (call $score_slots (local.get $q) (local.get $head) (i32.load (global.get $SINK))
               (i32.add (i32.load (global.get $SINK)) (i32.sub (local.get $count) (local.get $sinkEnd))) (local.get $sp))))
-    ;; in key order: the maximum, then e^(s - max) and their sum, then the weighted values
-    (local.set $mx (f32.const -inf))
-    (loop $keys
-      (local.set $slot (call $next_key_slot (local.get $slot) (local.get $t) (local.get $sinkEnd) (local.get $wb)))
-      (local.set $s (f32.load (i32.add (local.get $sp) (i32.shl (local.get $slot) (i32.const 2)))))
-      (f32.store (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))) (local.get $s))
-      (if (f32.lt (local.get $mx) (local.get $s)) (then (local.set $mx (local.get $s))))
-      (br_if $keys (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
-    (local.set $t (i32.const 0))
-    (loop $exp
-      (local.set $s (call $expf (f32.sub (f32.load (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2)))) (local.get $mx))))
-      (f32.store (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))) (local.get $s))
-      (local.set $sum (f32.add (local.get $sum) (local.get $s)))
-      (br_if $exp (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
-    (call $zero (local.get $o) (i32.shl (local.get $hd) (i32.const 2)))
-    (local.set $t (i32.const 0))
-    (loop $vals
-      (local.set $slot (call $next_key_slot (local.get $slot) (local.get $t) (local.get $sinkEnd) (local.get $wb)))
-      (local.set $row (i32.add (i32.mul (local.get $head) (local.get $slots)) (local.get $slot)))
-      (call $vacc (local.get $o)
-        (f32.div (f32.load (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2)))) (local.get $sum))
-        (i32.add (i32.load (global.get $P_VQ)) (i32.mul (local.get $row) (local.get $hd)))
-        (i32.add (i32.load (global.get $P_VS)) (i32.shl (i32.mul (local.get $row) (local.get $nb)) (i32.const 2))) (local.get $nb))
-      (br_if $vals (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count)))))
-
-  ;; Physical slot of attended key t: the sinks first, then positions from windowBegin.
-  (func $key_slot (param $t i32) (param $sinkEnd i32) (param $wb i32) (result i32)
-    (if (result i32) (i32.lt_u (local.get $t) (local.get $sinkEnd)) (then (local.get $t))
-      (else (call $phys_slot (i32.add (local.get $wb) (i32.sub (local.get $t) (local.get $sinkEnd)))))))
+    (call $key_weights (local.get $sp) (local.get $sc))
+    ;; o_i = sum over the keys, in order, of w_t x vscale x v_i: one block of 32 values at a time
+    (loop $blocks
+      (call $value_block (i32.add (i32.load (global.get $P_O)) (i32.shl (i32.add (i32.mul (local.get $j) (local.get $hd))
+                                                                                  (i32.shl (local.get $b) (i32.const 5))) (i32.const 2)))
+        (local.get $sc) (local.get $head) (local.get $b))
+      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
 
   ;; Physical slot of attended key t, given that of key t - 1 (ignored for t <= sinkEnd). Without a
   ;; division: the window's keys are consecutive positions, whose slots run up by one and wrap from
-  ;; sink + window back to sink (with no window, slot = position).
+  ;; sink + window back to sink (with no window, slot = position). The callers inline the wrap of
+  ;; the window's run (the same rule) in their key loops.
   (func $next_key_slot (param $prev i32) (param $t i32) (param $sinkEnd i32) (param $wb i32) (result i32)
     (local $s i32) (local $win i32)
     (if (i32.le_u (local.get $t) (local.get $sinkEnd))
@@ -2840,6 +2938,92 @@
     (select (i32.load (global.get $SINK)) (local.get $s)
       (i32.and (i32.ne (local.get $win) (i32.const 0))
                (i32.eq (local.get $s) (i32.add (i32.load (global.get $SINK)) (local.get $win))))))
+
+  ;; Physical slot of attended key t: the sinks first, then positions from windowBegin.
+  (func $key_slot (param $t i32) (param $sinkEnd i32) (param $wb i32) (result i32)
+    (if (result i32) (i32.lt_u (local.get $t) (local.get $sinkEnd)) (then (local.get $t))
+      (else (call $phys_slot (i32.add (local.get $wb) (i32.sub (local.get $t) (local.get $sinkEnd)))))))
+
+  ;; The softmax weights of the attended keys (ARGS, ATT_*), in logical key order, from the scores by
+  ;; slot at sp: sc[t] = e^(s_t - max) / sum, with the maximum, the exponentials and their sum each
+  ;; taken in key order as the reference does.
+  (func $key_weights (param $sp i32) (param $sc i32)
+    (local $count i32) (local $sinkEnd i32) (local $wb i32) (local $t i32) (local $slot i32)
+    (local $mx f32) (local $s f32) (local $sum f32) (local $at i32)
+    (local.set $sinkEnd (i32.load (i32.add (global.get $ARGS) (global.get $ATT_SINK_END))))
+    (local.set $wb (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN))))
+    (local.set $count (i32.load (i32.add (global.get $ARGS) (global.get $ATT_KEYS))))
+    (local.set $mx (f32.const -inf))
+    (loop $keys
+      (local.set $slot (call $next_key_slot (local.get $slot) (local.get $t) (local.get $sinkEnd) (local.get $wb)))
+      (local.set $s (f32.load (i32.add (local.get $sp) (i32.shl (local.get $slot) (i32.const 2)))))
+      (f32.store (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))) (local.get $s))
+      (if (f32.lt (local.get $mx) (local.get $s)) (then (local.set $mx (local.get $s))))
+      (br_if $keys (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
+    ;; e^(s - max) four keys at a time (up to three lanes past count land in the slack of 8 and are
+    ;; never read), then their sum in key order, then the divisions four at a time
+    (local.set $t (i32.const 0))
+    (loop $exp
+      (local.set $at (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))))
+      (v128.store (local.get $at) (call $expf4 (f32x4.sub (v128.load (local.get $at)) (f32x4.splat (local.get $mx)))))
+      (br_if $exp (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 4))) (local.get $count))))
+    (local.set $t (i32.const 0))
+    (loop $sum
+      (local.set $sum (f32.add (local.get $sum) (f32.load (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))))))
+      (br_if $sum (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
+    (local.set $t (i32.const 0))
+    (loop $div
+      (local.set $at (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))))
+      (v128.store (local.get $at) (f32x4.div (v128.load (local.get $at)) (f32x4.splat (local.get $sum))))
+      (br_if $div (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 4))) (local.get $count)))))
+
+  ;; Block b of one query head's output, at o (32 f32): o_i = sum over the attended keys (ARGS,
+  ;; ATT_*) in logical order of (w_t x vscale_t,b) x v_t,i, w_t = sc[t], from KV head `head`'s value
+  ;; rows. The 32 sums stay in eight vectors from 0 to the last key (each lane the same f32 additions
+  ;; in the same order as one row at a time into memory); slots as $next_key_slot, inlined.
+  (func $value_block (param $o i32) (param $sc i32) (param $head i32) (param $b i32)
+    (local $count i32) (local $sinkEnd i32) (local $t i32) (local $slot i32) (local $wrap i32) (local $sink i32)
+    (local $hd i32) (local $nb i32) (local $vq i32) (local $vs i32) (local $row i32) (local $first i32)
+    (local $wv v128) (local $x v128) (local $y v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $a4 v128) (local $a5 v128) (local $a6 v128) (local $a7 v128)
+    (local.set $sinkEnd (i32.load (i32.add (global.get $ARGS) (global.get $ATT_SINK_END))))
+    (local.set $count (i32.load (i32.add (global.get $ARGS) (global.get $ATT_KEYS))))
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
+    (local.set $sink (i32.load (global.get $SINK)))
+    ;; the window's first slot, and the slot its run wraps at (never, without a window)
+    (local.set $first (call $key_slot (local.get $sinkEnd) (local.get $sinkEnd)
+                                      (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN)))))
+    (local.set $wrap (select (i32.add (local.get $sink) (call $g (global.get $G_KVWIN))) (i32.const -1)
+                             (call $g (global.get $G_KVWIN))))
+    (local.set $row (i32.mul (local.get $head) (i32.load (global.get $KV_SLOTS))))
+    (loop $keys
+      (local.set $slot
+        (if (result i32) (i32.lt_u (local.get $t) (local.get $sinkEnd)) (then (local.get $t))
+          (else (if (result i32) (i32.eq (local.get $t) (local.get $sinkEnd)) (then (local.get $first))
+            (else (select (local.get $sink) (i32.add (local.get $slot) (i32.const 1))
+                          (i32.eq (i32.add (local.get $slot) (i32.const 1)) (local.get $wrap))))))))
+      (local.set $vq (i32.add (i32.load (global.get $P_VQ))
+        (i32.add (i32.mul (i32.add (local.get $row) (local.get $slot)) (local.get $hd)) (i32.shl (local.get $b) (i32.const 5)))))
+      (local.set $vs (i32.add (i32.load (global.get $P_VS))
+        (i32.shl (i32.add (i32.mul (i32.add (local.get $row) (local.get $slot)) (local.get $nb)) (local.get $b)) (i32.const 2))))
+      (local.set $wv (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sc) (i32.shl (local.get $t) (i32.const 2))))
+                                           (f32.load (local.get $vs)))))
+      (local.set $x (i16x8.extend_low_i8x16_s (v128.load (local.get $vq))))
+      (local.set $y (i16x8.extend_high_i8x16_s (v128.load (local.get $vq))))
+      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $x))))))
+      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $x))))))
+      (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $y))))))
+      (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $y))))))
+      (local.set $x (i16x8.extend_low_i8x16_s (v128.load offset=16 (local.get $vq))))
+      (local.set $y (i16x8.extend_high_i8x16_s (v128.load offset=16 (local.get $vq))))
+      (local.set $a4 (f32x4.add (local.get $a4) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $x))))))
+      (local.set $a5 (f32x4.add (local.get $a5) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $x))))))
+      (local.set $a6 (f32x4.add (local.get $a6) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $y))))))
+      (local.set $a7 (f32x4.add (local.get $a7) (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $y))))))
+      (br_if $keys (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
+    (call $store4 (local.get $o) (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3))
+    (call $store4 (i32.add (local.get $o) (i32.const 64)) (local.get $a4) (local.get $a5) (local.get $a6) (local.get $a7)))
 
   ;; Scores of slots [from, to) of KV head `head` (layer x KV + kv head) for the query at q, to sp[slot]:
   ;; sum over blocks of kscale x (sum over the block of q_c k_c, c in order), / sqrt(hd). Eight slots
@@ -2881,27 +3065,9 @@
       (local.set $from (i32.add (local.get $from) (i32.const 8)))
       (br $eights))))
 
-  ;; o[i] += (w x vscale_b(i)) x v_i for the int8 value row at vq (scales at vs).
-  (func $vacc (param $o i32) (param $w f32) (param $vq i32) (param $vs i32) (param $nb i32)
-    (local $b i32) (local $k i32) (local $wv v128) (local $vv v128)
-    (loop $blocks
-      (local.set $wv (f32x4.splat (f32.mul (local.get $w) (f32.load (local.get $vs)))))
-      (local.set $k (i32.const 0))
-      (loop $eights
-        (local.set $vv (v128.load8x8_s (local.get $vq)))
-        (v128.store (local.get $o) (f32x4.add (v128.load (local.get $o))
-          (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $vv))))))
-        (v128.store offset=16 (local.get $o) (f32x4.add (v128.load offset=16 (local.get $o))
-          (f32x4.mul (local.get $wv) (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $vv))))))
-        (local.set $o (i32.add (local.get $o) (i32.const 32)))
-        (local.set $vq (i32.add (local.get $vq) (i32.const 8)))
-        (br_if $eights (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 4))))
-      (local.set $vs (i32.add (local.get $vs) (i32.const 4)))
-      (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
-
   ;; 4h, MLP half: out (in Y) = x1 + (d3 * H_n silu(d2 * H_n (d1 * ZCRMS(x1, pre_hada) | 0)))[:d].
   (func $mlp (param $i i32)
-    (local $d i32) (local $n i32) (local $z i32) (local $c i32) (local $v f32) (local $p i32)
+    (local $d i32) (local $n i32) (local $z i32) (local $c i32) (local $v v128) (local $p i32) (local $d2 i32)
     (local.set $d (call $g (global.get $G_D)))
     (local.set $n (call $g (global.get $G_HADA)))
     (local.set $z (i32.load (global.get $P_Z)))
@@ -2909,12 +3075,12 @@
     (call $zero (i32.add (local.get $z) (i32.shl (local.get $d) (i32.const 2))) (i32.shl (i32.sub (local.get $n) (local.get $d)) (i32.const 2)))
     (call $vmul (local.get $z) (call $fdata (call $r_layer (local.get $i) (global.get $L_D1))) (local.get $n))
     (call $fwht_norm (local.get $z) (local.get $n))
-    (loop $silu
+    (local.set $d2 (call $fdata (call $r_layer (local.get $i) (global.get $L_D2))))
+    (loop $silu  ;; four at a time (n is a multiple of 4), each lane as one scalar silu
       (local.set $p (i32.add (local.get $z) (i32.shl (local.get $c) (i32.const 2))))
-      (local.set $v (f32.mul (f32.load (i32.add (call $fdata (call $r_layer (local.get $i) (global.get $L_D2))) (i32.shl (local.get $c) (i32.const 2))))
-                             (f32.load (local.get $p))))
-      (f32.store (local.get $p) (f32.mul (local.get $v) (call $sigmoid (local.get $v))))
-      (br_if $silu (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (local.get $n))))
+      (local.set $v (f32x4.mul (v128.load (i32.add (local.get $d2) (i32.shl (local.get $c) (i32.const 2)))) (v128.load (local.get $p))))
+      (v128.store (local.get $p) (f32x4.mul (local.get $v) (call $sigmoid4 (local.get $v))))
+      (br_if $silu (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 4))) (local.get $n))))
     (call $fwht_norm (local.get $z) (local.get $n))
     (memory.copy (i32.load (global.get $P_Y)) (i32.load (global.get $P_X1)) (i32.shl (local.get $d) (i32.const 2)))
     (call $mul_add (i32.load (global.get $P_Y)) (call $fdata (call $r_layer (local.get $i) (global.get $L_D3))) (local.get $z) (local.get $d)))

@@ -491,6 +491,13 @@ const ops = {
     return { done, values: a };
   },
   math: ({ fn, xs }) => xs.map((x) => ex[`test_${fn}`](x)),
+  // a four-lane function (test_expf4) on xs four at a time, in place (xs.length a multiple of 4)
+  math4: ({ fn, xs }) => {
+    const p = ex.alloc(xs.length * 4 + 64);
+    f32().set(xs, p >> 2);
+    for (let i = 0; i < xs.length; i += 4) ex[`test_${fn}`](p + 4 * i);
+    return f32().slice(p >> 2, (p >> 2) + xs.length);
+  },
   fwht: ({ values, normalized }) => {
     const p = ex.alloc(values.length * 4 + 64);
     f32().set(values, p >> 2);

@@ -115,6 +115,22 @@ test('expf and logf equal the definition of numerics.md bit for bit, within 0.50
   });
 });
 
+test('expf4 (four lanes at once: the softmax, SiLU, gates and Sinkhorn) equals expf lane by lane, bit for bit', async () => {
+  await withEngine({}, 20000, async (engine) => {
+    const next = rng(5);
+    // the edges of the fast path (|x| <= 104) and lanes that leave it (inf, NaN, past 104) beside
+    // ordinary ones, so that both the vector path and the lane-by-lane one are checked
+    const xs = [0, -0, 1, -1, 104, -104, 104.00001, -104.00001, 88.72, -87.3, Infinity, -Infinity, NaN, 1e-30, -1e-30, 0.5,
+      -103.99, 103.99, 50, -50].map(Math.fround);
+    for (let i = 0; i < 20000; i++) xs.push(Math.fround((next() - 0.5) * 220));
+    xs.push(...randomFloats(next, 4000, () => true));
+    while (xs.length % 4) xs.push(0);
+    const v = await engine.call('math4', { fn: 'expf4', xs });
+    const s = await engine.call('math', { fn: 'expf', xs });
+    sameBits(v, s, xs, 'expf4');
+  });
+});
+
 // The pinned values that tests/cpp/math/mathf_test.cpp asserts for host/mathf.cpp: the C++ reference,
 // the engine and the JavaScript definition all give these bits.
 const PINNED_EXPF = [[1, 0x402df854], [-1, 0x3ebc5ab2], [0.5, 0x3fd3094c], [-7.25, 0x3a3a2aff],
