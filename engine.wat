@@ -2444,8 +2444,19 @@
 
   ;; Sinkhorn in the log domain on the n x n matrix at m: 20 rounds of rows then columns, then exp.
   (func $sinkhorn (param $m i32) (param $n i32)
+    (if (i32.eq (local.get $n) (i32.const 4))
+      (then (call $sinkhorn4 (local.get $m)))
+      (else (call $sinkhorn_lanes (local.get $m) (local.get $n)))))
+
+  ;; Test hook: $sinkhorn on the n x n f32 matrix at m, or with generic = 1 always the one-lane way.
+  (func (export "test_sinkhorn") (param $m i32) (param $n i32) (param $generic i32)
+    (if (local.get $generic)
+      (then (call $sinkhorn_lanes (local.get $m) (local.get $n)))
+      (else (call $sinkhorn (local.get $m) (local.get $n)))))
+
+  ;; $sinkhorn for any n, one logsumexp at a time.
+  (func $sinkhorn_lanes (param $m i32) (param $n i32)
     (local $it i32) (local $r i32) (local $c i32) (local $l f32) (local $p i32)
-    (if (i32.eq (local.get $n) (i32.const 4)) (then (return (call $sinkhorn4 (local.get $m)))))
     (loop $rounds
       (local.set $r (i32.const 0))
       (loop $rows

@@ -491,6 +491,13 @@ const ops = {
     return { done, values: a };
   },
   math: ({ fn, xs }) => xs.map((x) => ex[`test_${fn}`](x)),
+  // Sinkhorn on n x n matrices (values: their rows, one after another), generic = the one-lane way
+  sinkhorn: ({ values, n, generic }) => {
+    const p = ex.alloc(values.length * 4 + 64);
+    f32().set(values, p >> 2);
+    for (let i = 0; i < values.length; i += n * n) ex.test_sinkhorn(p + 4 * i, n, generic ? 1 : 0);
+    return f32().slice(p >> 2, (p >> 2) + values.length);
+  },
   // a four-lane function (test_expf4) on xs four at a time, in place (xs.length a multiple of 4)
   math4: ({ fn, xs }) => {
     const p = ex.alloc(xs.length * 4 + 64);

@@ -131,6 +131,27 @@ test('expf4 (four lanes at once: the softmax, SiLU, gates and Sinkhorn) equals e
   });
 });
 
+test('Sinkhorn of four lanes (four logsumexps at once) equals the one-lane way bit for bit', async () => {
+  await withEngine({}, 20000, async (engine) => {
+    const next = rng(9);
+    const values = [];
+    for (let k = 0; k < 2000; k++) {
+      const spread = [0.1, 2, 20, 90][k % 4];  // near-uniform to one-hot rows, and exp past the fast path
+      for (let i = 0; i < 16; i++) values.push(Math.fround((next() - 0.5) * spread));
+    }
+    for (let i = 0; i < 16; i++) values.push(i % 5 ? 0 : -0);  // ties and signed zeros
+    const fast = await engine.call('sinkhorn', { values, n: 4, generic: false });
+    const slow = await engine.call('sinkhorn', { values, n: 4, generic: true });
+    sameBits(fast, slow, values, 'sinkhorn4');
+    // a doubly stochastic result: every column sums to 1 within f32 rounding
+    for (let k = 0; k < fast.length; k += 16)
+      for (let c = 0; c < 4; c++) {
+        const sum = fast[k + c] + fast[k + 4 + c] + fast[k + 8 + c] + fast[k + 12 + c];
+        assert.ok(Math.abs(sum - 1) < 1e-5, `matrix ${k / 16} column ${c} sums to ${sum}`);
+      }
+  });
+});
+
 // The pinned values that tests/cpp/math/mathf_test.cpp asserts for host/mathf.cpp: the C++ reference,
 // the engine and the JavaScript definition all give these bits.
 const PINNED_EXPF = [[1, 0x402df854], [-1, 0x3ebc5ab2], [0.5, 0x3fd3094c], [-7.25, 0x3a3a2aff],
