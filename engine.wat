@@ -242,6 +242,7 @@
   (global $ATT_SINK_END     i32 (i32.const 4))   ;; sinkEnd
   (global $ATT_WINDOW_BEGIN i32 (i32.const 8))   ;; windowBegin
   (global $ATT_KEYS         i32 (i32.const 12))  ;; keys in all
+  (global $ATT_PAIRED       i32 (i32.const 16))  ;; 1: an item is a pair of query heads that read one KV head
   ;; ARGS of JOB_TEST_FILL (test_pool)
   (global $FILL_ARRAY i32 (i32.const 0))  ;; -> the u32 array
   (global $FILL_TOTAL i32 (i32.const 4))  ;; items processed (atomic)
@@ -2832,7 +2833,7 @@
   ;; head's attention into o, then o <- o * sigmoid(gate).
   (func $attn_heads (param $i i32) (param $p i32)
     (local $H i32) (local $KV i32) (local $hd i32) (local $j i32) (local $slot i32) (local $row i32)
-    (local $qd i32) (local $c i32) (local $g i32) (local $slots i32)
+    (local $qd i32) (local $c i32) (local $g i32) (local $slots i32) (local $items i32)
     (local.set $H (call $g (global.get $G_H)))
     (local.set $KV (call $g (global.get $G_KV)))
     (local.set $hd (call $g (global.get $G_HD)))
@@ -2856,9 +2857,16 @@
         (i32.const 4))
       (br_if $kvh (i32.lt_u (local.tee $j (i32.add (local.get $j) (i32.const 1))) (local.get $KV))))
     (call $key_range (local.get $i) (local.get $p))
-    (if (i32.and (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)) (i32.gt_u (local.get $H) (i32.const 1)))
-      (then (call $run_job (global.get $JOB_ATTENTION) (local.get $H) (i32.const 1)))
-      (else (call $job_attention (i32.const 0) (local.get $H) (i32.const 0))))
+    ;; query heads in pairs that share their keys' loads when every KV head has an even number of
+    ;; them and a pair for every thread; else one query head per item
+    (local.set $items (local.get $H))
+    (if (i32.and (i32.eqz (i32.and (i32.div_u (local.get $H) (local.get $KV)) (i32.const 1)))
+                 (i32.le_u (i32.load (global.get $THREADS)) (i32.shr_u (local.get $H) (i32.const 1))))
+      (then (local.set $items (i32.shr_u (local.get $H) (i32.const 1)))))
+    (i32.store (i32.add (global.get $ARGS) (global.get $ATT_PAIRED)) (i32.ne (local.get $items) (local.get $H)))
+    (if (i32.and (i32.gt_u (i32.load (global.get $THREADS)) (i32.const 1)) (i32.gt_u (local.get $items) (i32.const 1)))
+      (then (call $run_job (global.get $JOB_ATTENTION) (local.get $items) (i32.const 1)))
+      (else (call $job_attention (i32.const 0) (local.get $items) (i32.const 0))))
     (loop $gate  ;; four at a time (qd is a multiple of 32)
       (local.set $g (i32.add (i32.load (global.get $P_O)) (i32.shl (local.get $c) (i32.const 2))))
       (v128.store (local.get $g) (f32x4.mul (v128.load (local.get $g))
@@ -2894,14 +2902,17 @@
     (i32.store (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN)) (local.get $wb))
     (i32.store (i32.add (global.get $ARGS) (global.get $ATT_KEYS)) (i32.add (local.get $sinkEnd) (i32.sub (local.get $end) (local.get $wb)))))
 
-  ;; JOB_ATTENTION: attention of query heads [b, e) (ARGS, ATT_*: layer, sinkEnd, windowBegin, keys).
+  ;; JOB_ATTENTION: attention of items [b, e) (ARGS, ATT_*: layer, sinkEnd, windowBegin, keys, paired):
+  ;; query head b, or with ATT_PAIRED the query heads 2b and 2b + 1.
   (func $job_attention (param $b i32) (param $e i32) (param $slot i32)
-    (loop $heads
+    (loop $items
       (if (i32.lt_u (local.get $b) (local.get $e))
         (then
-          (call $attend (local.get $b))
+          (if (i32.load (i32.add (global.get $ARGS) (global.get $ATT_PAIRED)))
+            (then (call $attend_pair (i32.shl (local.get $b) (i32.const 1))))
+            (else (call $attend (local.get $b))))
           (local.set $b (i32.add (local.get $b) (i32.const 1)))
-          (br $heads)))))
+          (br $items)))))
 
   ;; Softmax attention of query head j over the cached keys (int8 K and V, per-32 scales). The scores
   ;; are computed by physical slot, eight slots at a time (each still its own sequential sum, as in
@@ -2935,6 +2946,134 @@
                                                                                   (i32.shl (local.get $b) (i32.const 5))) (i32.const 2)))
         (local.get $sc) (local.get $head) (local.get $b))
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
+
+;; $attend for the query heads j and j + 1 (j even), which read the same KV head: each key's int8
+  ;; values are loaded and widened once for both; every score, weight and output is $attend's.
+  (func $attend_pair (param $j i32)
+    (local $hd i32) (local $KV i32) (local $q i32) (local $sp i32) (local $head i32) (local $count i32)
+    (local $sinkEnd i32) (local $slots i32) (local $per i32) (local $h i32) (local $o i32)
+    (local.set $sinkEnd (i32.load (i32.add (global.get $ARGS) (global.get $ATT_SINK_END))))
+    (local.set $count (i32.load (i32.add (global.get $ARGS) (global.get $ATT_KEYS))))
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $KV (call $g (global.get $G_KV)))
+    (local.set $slots (i32.load (global.get $KV_SLOTS)))
+    (local.set $head (i32.add (i32.mul (i32.load (i32.add (global.get $ARGS) (global.get $ATT_LAYER))) (local.get $KV))
+                              (i32.div_u (local.get $j) (i32.div_u (call $g (global.get $G_H)) (local.get $KV)))))
+    (local.set $q (i32.add (i32.load (global.get $P_Q)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))))
+    (local.set $per (i32.shl (i32.add (local.get $slots) (i32.const 8)) (i32.const 2)))  ;; bytes of one score row
+    ;; head j's scratch: scores by slot at sp, weights by key at sp + per; head j + 1's at sp + 2 per
+    (local.set $sp (i32.add (i32.load (global.get $P_SCORES)) (i32.mul (local.get $j) (i32.shl (local.get $per) (i32.const 1)))))
+    (call $score_slots2 (local.get $q) (local.get $head) (i32.const 0) (local.get $sinkEnd) (local.get $sp) (local.get $hd) (i32.shl (local.get $per) (i32.const 1)))
+    (if (i32.eqz (call $g (global.get $G_KVWIN)))
+      (then (call $score_slots2 (local.get $q) (local.get $head) (local.get $sinkEnd) (local.get $count) (local.get $sp) (local.get $hd) (i32.shl (local.get $per) (i32.const 1))))
+      (else (call $score_slots2 (local.get $q) (local.get $head) (i32.load (global.get $SINK))
+              (i32.add (i32.load (global.get $SINK)) (i32.sub (local.get $count) (local.get $sinkEnd))) (local.get $sp) (local.get $hd) (i32.shl (local.get $per) (i32.const 1)))))
+    (call $key_weights (local.get $sp) (i32.add (local.get $sp) (local.get $per)))
+    (call $key_weights (i32.add (local.get $sp) (i32.shl (local.get $per) (i32.const 1))) (i32.add (local.get $sp) (i32.mul (local.get $per) (i32.const 3))))
+    (local.set $o (i32.add (i32.load (global.get $P_O)) (i32.shl (i32.mul (local.get $j) (local.get $hd)) (i32.const 2))))
+    (loop $halves  ;; 16 values of both heads at a time
+      (call $value_half2 (local.get $o) (i32.add (local.get $sp) (local.get $per)) (i32.add (local.get $sp) (i32.mul (local.get $per) (i32.const 3)))
+                         (local.get $head) (local.get $h) (i32.shl (local.get $hd) (i32.const 2)))
+      (br_if $halves (i32.lt_u (local.tee $h (i32.add (local.get $h) (i32.const 1))) (i32.shr_u (local.get $hd) (i32.const 4))))))
+
+  ;; $score_slots for two queries at once, at q and q + 4 hd (hd = qoff floats apart), into sp and
+  ;; sp + spoff: the same sums, each key value widened once for both.
+  (func $score_slots2 (param $q i32) (param $head i32) (param $from i32) (param $to i32) (param $sp i32) (param $qoff i32) (param $spoff i32)
+    (local $hd i32) (local $slots i32) (local $kb i32) (local $ksb i32) (local $b i32) (local $c i32) (local $nb i32)
+    (local $k v128) (local $ka v128) (local $kc v128) (local $q0 v128) (local $q1 v128) (local $root v128) (local $kp i32) (local $ks i32) (local $qc i32)
+    (local $pa v128) (local $pb v128) (local $pc v128) (local $pd v128) (local $da v128) (local $db v128) (local $dc v128) (local $dd v128)
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
+    (local.set $slots (i32.load (global.get $KV_SLOTS)))
+    (local.set $kb (i32.add (i32.load (global.get $P_KQ)) (i32.mul (i32.mul (local.get $head) (local.get $hd)) (local.get $slots))))
+    (local.set $ksb (i32.add (i32.load (global.get $P_KS)) (i32.shl (i32.mul (i32.mul (local.get $head) (local.get $nb)) (local.get $slots)) (i32.const 2))))
+    (local.set $root (f32x4.splat (f32.sqrt (f32.convert_i32_u (local.get $hd)))))
+    (local.set $qoff (i32.shl (local.get $qoff) (i32.const 2)))
+    (block $done (loop $eights
+      (br_if $done (i32.ge_u (local.get $from) (local.get $to)))
+      (local.set $da (v128.const i32x4 0 0 0 0)) (local.set $db (v128.const i32x4 0 0 0 0))
+      (local.set $dc (v128.const i32x4 0 0 0 0)) (local.set $dd (v128.const i32x4 0 0 0 0))
+      (local.set $b (i32.const 0))
+      (loop $blocks
+        (local.set $pa (v128.const i32x4 0 0 0 0)) (local.set $pb (v128.const i32x4 0 0 0 0))
+        (local.set $pc (v128.const i32x4 0 0 0 0)) (local.set $pd (v128.const i32x4 0 0 0 0))
+        (local.set $kp (i32.add (local.get $kb) (i32.add (i32.mul (i32.shl (local.get $b) (i32.const 5)) (local.get $slots)) (local.get $from))))
+        (local.set $qc (i32.add (local.get $q) (i32.shl (local.get $b) (i32.const 7))))
+        (local.set $c (i32.const 0))
+        (loop $cs
+          (local.set $k (i16x8.extend_low_i8x16_s (v128.load64_zero (local.get $kp))))
+          (local.set $ka (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (local.get $k))))
+          (local.set $kc (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (local.get $k))))
+          (local.set $q0 (v128.load32_splat (local.get $qc)))
+          (local.set $q1 (v128.load32_splat (i32.add (local.get $qc) (local.get $qoff))))
+          (local.set $pa (f32x4.add (local.get $pa) (f32x4.mul (local.get $q0) (local.get $ka))))
+          (local.set $pb (f32x4.add (local.get $pb) (f32x4.mul (local.get $q0) (local.get $kc))))
+          (local.set $pc (f32x4.add (local.get $pc) (f32x4.mul (local.get $q1) (local.get $ka))))
+          (local.set $pd (f32x4.add (local.get $pd) (f32x4.mul (local.get $q1) (local.get $kc))))
+          (local.set $kp (i32.add (local.get $kp) (local.get $slots)))
+          (local.set $qc (i32.add (local.get $qc) (i32.const 4)))
+          (br_if $cs (i32.lt_u (local.tee $c (i32.add (local.get $c) (i32.const 1))) (i32.const 32))))
+        (local.set $ks (i32.add (local.get $ksb) (i32.shl (i32.add (i32.mul (local.get $b) (local.get $slots)) (local.get $from)) (i32.const 2))))
+        (local.set $da (f32x4.add (local.get $da) (f32x4.mul (v128.load (local.get $ks)) (local.get $pa))))
+        (local.set $db (f32x4.add (local.get $db) (f32x4.mul (v128.load offset=16 (local.get $ks)) (local.get $pb))))
+        (local.set $dc (f32x4.add (local.get $dc) (f32x4.mul (v128.load (local.get $ks)) (local.get $pc))))
+        (local.set $dd (f32x4.add (local.get $dd) (f32x4.mul (v128.load offset=16 (local.get $ks)) (local.get $pd))))
+        (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb))))
+      (local.set $ks (i32.add (local.get $sp) (i32.shl (local.get $from) (i32.const 2))))
+      (v128.store (local.get $ks) (f32x4.div (local.get $da) (local.get $root)))
+      (v128.store offset=16 (local.get $ks) (f32x4.div (local.get $db) (local.get $root)))
+      (v128.store (i32.add (local.get $ks) (local.get $spoff)) (f32x4.div (local.get $dc) (local.get $root)))
+      (v128.store offset=16 (i32.add (local.get $ks) (local.get $spoff)) (f32x4.div (local.get $dd) (local.get $root)))
+      (local.set $from (i32.add (local.get $from) (i32.const 8)))
+      (br $eights))))
+
+;; Values 16 h .. 16 h + 15 of two query heads' outputs, at o and o + ooff, from the weights at sc0
+  ;; and sc1 and KV head `head`'s value rows: each as $value_block makes it (each element's additions
+  ;; in key order), the int8 values loaded and widened once for both heads.
+  (func $value_half2 (param $o i32) (param $sc0 i32) (param $sc1 i32) (param $head i32) (param $h i32) (param $ooff i32)
+    (local $count i32) (local $sinkEnd i32) (local $t i32) (local $slot i32) (local $wrap i32) (local $sink i32)
+    (local $hd i32) (local $nb i32) (local $vq i32) (local $vs f32) (local $row i32) (local $first i32)
+    (local $w0 v128) (local $w1 v128) (local $x v128) (local $f0 v128) (local $f1 v128) (local $f2 v128) (local $f3 v128)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $c0 v128) (local $c1 v128) (local $c2 v128) (local $c3 v128)
+    (local.set $sinkEnd (i32.load (i32.add (global.get $ARGS) (global.get $ATT_SINK_END))))
+    (local.set $count (i32.load (i32.add (global.get $ARGS) (global.get $ATT_KEYS))))
+    (local.set $hd (call $g (global.get $G_HD)))
+    (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
+    (local.set $sink (i32.load (global.get $SINK)))
+    (local.set $first (call $key_slot (local.get $sinkEnd) (local.get $sinkEnd)
+                                      (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN)))))
+    (local.set $wrap (select (i32.add (local.get $sink) (call $g (global.get $G_KVWIN))) (i32.const -1)
+                             (call $g (global.get $G_KVWIN))))
+    (local.set $row (i32.mul (local.get $head) (i32.load (global.get $KV_SLOTS))))
+    (loop $keys
+      (local.set $slot
+        (if (result i32) (i32.lt_u (local.get $t) (local.get $sinkEnd)) (then (local.get $t))
+          (else (if (result i32) (i32.eq (local.get $t) (local.get $sinkEnd)) (then (local.get $first))
+            (else (select (local.get $sink) (i32.add (local.get $slot) (i32.const 1))
+                          (i32.eq (i32.add (local.get $slot) (i32.const 1)) (local.get $wrap))))))))
+      (local.set $vq (i32.add (i32.load (global.get $P_VQ))
+        (i32.add (i32.mul (i32.add (local.get $row) (local.get $slot)) (local.get $hd)) (i32.shl (local.get $h) (i32.const 4)))))
+      (local.set $vs (f32.load (i32.add (i32.load (global.get $P_VS))
+        (i32.shl (i32.add (i32.mul (i32.add (local.get $row) (local.get $slot)) (local.get $nb)) (i32.shr_u (local.get $h) (i32.const 1))) (i32.const 2)))))
+      (local.set $w0 (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sc0) (i32.shl (local.get $t) (i32.const 2)))) (local.get $vs))))
+      (local.set $w1 (f32x4.splat (f32.mul (f32.load (i32.add (local.get $sc1) (i32.shl (local.get $t) (i32.const 2)))) (local.get $vs))))
+      (local.set $x (v128.load (local.get $vq)))
+      (local.set $f0 (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_low_i8x16_s (local.get $x)))))
+      (local.set $f1 (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_low_i8x16_s (local.get $x)))))
+      (local.set $f2 (f32x4.convert_i32x4_s (i32x4.extend_low_i16x8_s (i16x8.extend_high_i8x16_s (local.get $x)))))
+      (local.set $f3 (f32x4.convert_i32x4_s (i32x4.extend_high_i16x8_s (i16x8.extend_high_i8x16_s (local.get $x)))))
+      (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $w0) (local.get $f0))))
+      (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $w0) (local.get $f1))))
+      (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $w0) (local.get $f2))))
+      (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $w0) (local.get $f3))))
+      (local.set $c0 (f32x4.add (local.get $c0) (f32x4.mul (local.get $w1) (local.get $f0))))
+      (local.set $c1 (f32x4.add (local.get $c1) (f32x4.mul (local.get $w1) (local.get $f1))))
+      (local.set $c2 (f32x4.add (local.get $c2) (f32x4.mul (local.get $w1) (local.get $f2))))
+      (local.set $c3 (f32x4.add (local.get $c3) (f32x4.mul (local.get $w1) (local.get $f3))))
+      (br_if $keys (i32.lt_u (local.tee $t (i32.add (local.get $t) (i32.const 1))) (local.get $count))))
+    (local.set $o (i32.add (local.get $o) (i32.shl (local.get $h) (i32.const 6))))
+    (call $store4 (local.get $o) (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3))
+    (call $store4 (i32.add (local.get $o) (local.get $ooff)) (local.get $c0) (local.get $c1) (local.get $c2) (local.get $c3)))
 
   ;; Physical slot of attended key t, given that of key t - 1 (ignored for t <= sinkEnd). Without a
   ;; division: the window's keys are consecutive positions, whose slots run up by one and wrap from
