@@ -2786,28 +2786,50 @@
       (then (local.get $pos))
       (else (i32.add (local.get $sink) (i32.rem_u (i32.sub (local.get $pos) (local.get $sink)) (local.get $win))))))
 
-  ;; Quantises n values at src per block of 32 into int8 (value k of block b at dq + (32 b + k) step)
-  ;; with the f32 block scales at ds + b sstep (keys are stored transposed, values row by row).
+;; Quantises n values at src per block of 32 into int8 (value k of block b at dq + (32 b + k) step)
+  ;; with the f32 block scales at ds + b sstep (keys are stored transposed, values row by row):
+  ;; numerics.md's quantizeBlockInt8, four values at a time ($q8x4 = $q8 lane by lane; the maximum of
+  ;; |x| is the same in any order). Driver only (QTMP holds a transposed block on its way).
   (func $kv_store (param $src i32) (param $n i32) (param $dq i32) (param $step i32) (param $ds i32) (param $sstep i32)
-    (local $b i32) (local $k i32) (local $amax f32) (local $inv f32) (local $v f32) (local $p i32)
+    (local $b i32) (local $k i32) (local $amax f32) (local $inv v128) (local $p i32) (local $m v128) (local $out i32)
     (loop $blocks
       (local.set $p (i32.add (local.get $src) (i32.shl (local.get $b) (i32.const 7))))
-      (local.set $amax (f32.const 0))
+      (local.set $m (v128.const i32x4 0 0 0 0))
       (local.set $k (i32.const 0))
-      (loop $m
-        (local.set $v (f32.abs (f32.load (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 2))))))
-        (if (f32.lt (local.get $amax) (local.get $v)) (then (local.set $amax (local.get $v))))
-        (br_if $m (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 32))))
-      (local.set $inv (f32.div (f32.const 127) (local.get $amax)))
-      (local.set $k (i32.const 0))
-      (loop $q
-        (i32.store8 (i32.add (local.get $dq) (i32.mul (i32.add (i32.shl (local.get $b) (i32.const 5)) (local.get $k)) (local.get $step)))
-          (if (result i32) (f32.eq (local.get $amax) (f32.const 0)) (then (i32.const 0))
-            (else (call $q8 (f32.mul (f32.load (i32.add (local.get $p) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv))))))
-        (br_if $q (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 32))))
+      (loop $max  ;; lane-wise maxima of |x| (pmax keeps the old value when the new one is NaN, as $q8's caller did)
+        (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load (i32.add (local.get $p) (local.get $k))))))
+        (br_if $max (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 16))) (i32.const 128))))
+      (local.set $amax (call $max4 (local.get $m)))
+      (local.set $inv (f32x4.splat (f32.div (f32.const 127) (local.get $amax))))
+      ;; the 32 int8 values in order: straight into a value row, through QTMP into a key column
+      (local.set $out (select (i32.add (local.get $dq) (i32.shl (local.get $b) (i32.const 5))) (global.get $QTMP)
+                              (i32.eq (local.get $step) (i32.const 1))))
+      (v128.store (local.get $out) (call $q8x16 (local.get $p) (local.get $inv) (local.get $amax)))
+      (v128.store offset=16 (local.get $out) (call $q8x16 (i32.add (local.get $p) (i32.const 64)) (local.get $inv) (local.get $amax)))
+      (if (i32.ne (local.get $step) (i32.const 1))
+        (then
+          (local.set $k (i32.const 0))
+          (loop $column
+            (i32.store8 (i32.add (local.get $dq) (i32.mul (i32.add (i32.shl (local.get $b) (i32.const 5)) (local.get $k)) (local.get $step)))
+                        (i32.load8_u (i32.add (global.get $QTMP) (local.get $k))))
+            (br_if $column (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 1))) (i32.const 32))))))
       (f32.store (i32.add (local.get $ds) (i32.mul (local.get $b) (local.get $sstep)))
         (if (result f32) (f32.eq (local.get $amax) (f32.const 0)) (then (f32.const 0)) (else (f32.div (local.get $amax) (f32.const 127)))))
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (i32.shr_u (local.get $n) (i32.const 5))))))
+
+  ;; The largest of four f32 lanes (none NaN).
+  (func $max4 (param $m v128) (result f32)
+    (f32.max (f32.max (f32x4.extract_lane 0 (local.get $m)) (f32x4.extract_lane 1 (local.get $m)))
+             (f32.max (f32x4.extract_lane 2 (local.get $m)) (f32x4.extract_lane 3 (local.get $m)))))
+
+  ;; The 16 f32 at p as int8 (x inv, $q8x4), in order; all 0 when amax is 0.
+  (func $q8x16 (param $p i32) (param $inv v128) (param $amax f32) (result v128)
+    (if (f32.eq (local.get $amax) (f32.const 0)) (then (return (v128.const i32x4 0 0 0 0))))
+    (i8x16.narrow_i16x8_s
+      (i16x8.narrow_i32x4_s (call $q8x4 (v128.load (local.get $p)) (local.get $inv))
+                            (call $q8x4 (v128.load offset=16 (local.get $p)) (local.get $inv)))
+      (i16x8.narrow_i32x4_s (call $q8x4 (v128.load offset=32 (local.get $p)) (local.get $inv))
+                            (call $q8x4 (v128.load offset=48 (local.get $p)) (local.get $inv)))))
 
   ;; 4h, attention half: b -> x1 = b + sigmoid(attn_gate) ZCRMS(Wout(o * sigmoid(Wgate h)), post_norm),
   ;; in four parts that a batched prefill runs token by token around its batched products.
