@@ -2393,14 +2393,35 @@
   ;; The step (design page 3, host/reference.cpp in the same order)
   ;; ------------------------------------------------------------------------------------------
 
-  ;; 1 / sqrt(mean(x^2) + 1e-6) over n f32 (f32 sum in index order, as the reference).
+;; 1 / sqrt(mean(x^2) + 1e-6) over n f32: the sum of squares in four interleaved partial sums, lane j
+  ;; taking x_i^2 for i = j mod 4 in index order (the leftover n mod 4 values into their lanes after),
+  ;; then (p0 + p1) + (p2 + p3), as the reference's invRms (numerics.md, "Sum order").
   (func $inv_rms (param $x i32) (param $n i32) (result f32)
-    (local $ss f32) (local $i i32) (local $v f32)
-    (loop $l
-      (local.set $v (f32.load (i32.add (local.get $x) (i32.shl (local.get $i) (i32.const 2)))))
-      (local.set $ss (f32.add (local.get $ss) (f32.mul (local.get $v) (local.get $v))))
-      (br_if $l (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 1))) (local.get $n))))
-    (f32.div (f32.const 1) (f32.sqrt (f32.add (f32.div (local.get $ss) (f32.convert_i32_u (local.get $n))) (f32.const 1e-6)))))
+    (local $acc v128) (local $i i32) (local $e i32) (local $v f32) (local $p0 f32) (local $p1 f32) (local $p2 f32) (local $p3 f32)
+    (local.set $e (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2)))
+    (if (local.get $e)
+      (then
+        (loop $fours
+          (local.set $acc (f32x4.add (local.get $acc)
+            (f32x4.mul (v128.load (i32.add (local.get $x) (local.get $i))) (v128.load (i32.add (local.get $x) (local.get $i))))))
+          (br_if $fours (i32.lt_u (local.tee $i (i32.add (local.get $i) (i32.const 16))) (local.get $e))))))
+    (local.set $p0 (f32x4.extract_lane 0 (local.get $acc)))
+    (local.set $p1 (f32x4.extract_lane 1 (local.get $acc)))
+    (local.set $p2 (f32x4.extract_lane 2 (local.get $acc)))
+    (local.set $p3 (f32x4.extract_lane 3 (local.get $acc)))
+    ;; the last n mod 4 values, x_i into part i mod 4 (0, 1, 2: the multiple of 4 just passed)
+    (if (i32.lt_u (local.get $i) (i32.shl (local.get $n) (i32.const 2)))
+      (then (local.set $v (f32.load (i32.add (local.get $x) (local.get $i))))
+            (local.set $p0 (f32.add (local.get $p0) (f32.mul (local.get $v) (local.get $v))))))
+    (if (i32.lt_u (i32.add (local.get $i) (i32.const 4)) (i32.shl (local.get $n) (i32.const 2)))
+      (then (local.set $v (f32.load offset=4 (i32.add (local.get $x) (local.get $i))))
+            (local.set $p1 (f32.add (local.get $p1) (f32.mul (local.get $v) (local.get $v))))))
+    (if (i32.lt_u (i32.add (local.get $i) (i32.const 8)) (i32.shl (local.get $n) (i32.const 2)))
+      (then (local.set $v (f32.load offset=8 (i32.add (local.get $x) (local.get $i))))
+            (local.set $p2 (f32.add (local.get $p2) (f32.mul (local.get $v) (local.get $v))))))
+    (f32.div (f32.const 1) (f32.sqrt (f32.add (f32.div
+      (f32.add (f32.add (local.get $p0) (local.get $p1)) (f32.add (local.get $p2) (local.get $p3)))
+      (f32.convert_i32_u (local.get $n))) (f32.const 1e-6)))))
 
   ;; out = x * inv_rms(x) * (1 + s) (ZCRMS; out may be x). n is a multiple of 4.
   (func $zcrms (param $x i32) (param $s i32) (param $n i32) (param $out i32)

@@ -36,10 +36,13 @@ constexpr uint32_t kKvBlock = 32;          // int8 KV: one f32 scale per 32 valu
 float sigmoid(float x) { return 1.0f / (1.0f + expf32(-x)); }
 float silu(float x) { return x * sigmoid(x); }
 
-// 1 / sqrt(mean(x^2) + eps): the factor of rmsunit and ZCRMS (f32 sum in index order).
+// 1 / sqrt(mean(x^2) + eps): the factor of rmsunit and ZCRMS. The sum of squares in four interleaved
+// partial sums (part j takes x_i^2 for i = j mod 4, in index order), then (p0 + p1) + (p2 + p3)
+// (numerics.md, "Sum order"; four partial sums let the engine keep one in each SIMD lane).
 float invRms(const float* x, uint32_t n) {
-  float ss = 0.0f;
-  for (uint32_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (uint32_t i = 0; i < n; ++i) part[i % 4] += x[i] * x[i];
+  const float ss = (part[0] + part[1]) + (part[2] + part[3]);
   return 1.0f / std::sqrt(ss / static_cast<float>(n) + kEps);
 }
 
