@@ -717,7 +717,7 @@
   ;; logistic sigmoid 1 / (1 + e^-x), f32 as the reference computes it
   (func $sigmoid (param $x f32) (result f32)
     (f32.div (f32.const 1) (f32.add (f32.const 1) (call $expf (f32.neg (local.get $x))))))
-;; e^x of four f32 lanes: in each lane exactly $expf's operations (f64x2 arithmetic is the scalar
+  ;; e^x of four f32 lanes: in each lane exactly $expf's operations (f64x2 arithmetic is the scalar
   ;; f64 arithmetic lane by lane), so every lane is $expf's result bit for bit. A lane past |x| <= 104
   ;; or NaN sends the four to $expf one at a time.
   (func $expf4 (param $x v128) (result v128)
@@ -2393,7 +2393,7 @@
   ;; The step (design page 3, host/reference.cpp in the same order)
   ;; ------------------------------------------------------------------------------------------
 
-;; 1 / sqrt(mean(x^2) + 1e-6) over n f32: the sum of squares in four interleaved partial sums, lane j
+  ;; 1 / sqrt(mean(x^2) + 1e-6) over n f32: the sum of squares in four interleaved partial sums, lane j
   ;; taking x_i^2 for i = j mod 4 in index order (the leftover n mod 4 values into their lanes after),
   ;; then (p0 + p1) + (p2 + p3), as the reference's invRms (numerics.md, "Sum order").
   (func $inv_rms (param $x i32) (param $n i32) (result f32)
@@ -2507,7 +2507,7 @@
       (f32.store (local.get $p) (call $expf (f32.load (local.get $p))))
       (br_if $e (i32.lt_u (local.tee $r (i32.add (local.get $r) (i32.const 1))) (i32.mul (local.get $n) (local.get $n))))))
 
-;; $sinkhorn for four lanes (every real archive), bit for bit, four logsumexps at once: the rows'
+  ;; $sinkhorn for four lanes (every real archive), bit for bit, four logsumexps at once: the rows'
   ;; round is the columns' round of the transposed matrix, so each round transposes, takes the
   ;; columns, transposes back and takes the columns; then e^M four at a time.
   (func $sinkhorn4 (param $m i32)
@@ -2807,7 +2807,7 @@
       (then (local.get $pos))
       (else (i32.add (local.get $sink) (i32.rem_u (i32.sub (local.get $pos) (local.get $sink)) (local.get $win))))))
 
-;; Quantises n values at src per block of 32 into int8 (value k of block b at dq + (32 b + k) step)
+  ;; Quantises n values at src per block of 32 into int8 (value k of block b at dq + (32 b + k) step)
   ;; with the f32 block scales at ds + b sstep (keys are stored transposed, values row by row):
   ;; numerics.md's quantizeBlockInt8, four values at a time ($q8x4 = $q8 lane by lane; the maximum of
   ;; |x| is the same in any order). Driver only (QTMP holds a transposed block on its way).
@@ -2990,7 +2990,7 @@
         (local.get $sc) (local.get $head) (local.get $b))
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (local.get $nb)))))
 
-;; $attend for the query heads j and j + 1 (j even), which read the same KV head: each key's int8
+  ;; $attend for the query heads j and j + 1 (j even), which read the same KV head: each key's int8
   ;; values are loaded and widened once for both; every score, weight and output is $attend's.
   (func $attend_pair (param $j i32)
     (local $hd i32) (local $KV i32) (local $q i32) (local $sp i32) (local $head i32) (local $count i32)
@@ -3070,7 +3070,7 @@
       (local.set $from (i32.add (local.get $from) (i32.const 8)))
       (br $eights))))
 
-;; Values 16 h .. 16 h + 15 of two query heads' outputs, at o and o + ooff, from the weights at sc0
+  ;; Values 16 h .. 16 h + 15 of two query heads' outputs, at o and o + ooff, from the weights at sc0
   ;; and sc1 and KV head `head`'s value rows: each as $value_block makes it (each element's additions
   ;; in key order), the int8 values loaded and widened once for both heads.
   (func $value_half2 (param $o i32) (param $sc0 i32) (param $sc1 i32) (param $head i32) (param $h i32) (param $ooff i32)
