@@ -2817,7 +2817,7 @@
       (local.set $p (i32.add (local.get $src) (i32.shl (local.get $b) (i32.const 7))))
       (local.set $m (v128.const i32x4 0 0 0 0))
       (local.set $k (i32.const 0))
-      (loop $max  ;; lane-wise maxima of |x| (pmax keeps the old value when the new one is NaN, as $q8's caller did)
+      (loop $max  ;; lane-wise maxima of |x| (pmax keeps the maximum when |x| is NaN, as the scalar "if max < v" did)
         (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load (i32.add (local.get $p) (local.get $k))))))
         (br_if $max (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 16))) (i32.const 128))))
       (local.set $amax (call $max4 (local.get $m)))
