@@ -22,11 +22,15 @@
 #   perturbed2 a new run from run-p/'s weights on data-p8: --lr 1e-3 --min-lr 1e-4 --warmup 30
 #              --steps 2000 --seed 5 (a step budget: the same model on any machine, only sooner or
 #              later; 49 minutes here)                                         -> build/train/run-p8/
+#   data-p8t   data.py as above with --perturb 0.8 --twins 0.25 (a quarter of the groups followed by
+#              their [] twin: the same requests against tools none of them fits) -> build/train/data-p8t/
+#   twins      a new run from run-p8/'s weights on data-p8t: --lr 6e-4 --min-lr 6e-5 --warmup 30
+#              --minutes 80 --seed 7                                           -> build/train/run-p8t/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
 #              other data stops with a message instead of being resumed.
-#   export     tools/train/export.py                                           -> build/train/run-p8/model.safetensors
+#   export     tools/train/export.py                                           -> build/train/run-p8t/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -53,8 +57,8 @@ bits_map='embedding=4,mhc=4,default=4'
 tokens=${NEEDLE_TRAIN_TOKENS:-7000000}
 minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
-# the continued run and the perturbed ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES and
-# NEEDLE_TRAIN_PERTURBED2_STEPS for a quick trial of the script)
+# the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
+# NEEDLE_TRAIN_PERTURBED2_STEPS and NEEDLE_TRAIN_TWINS_MINUTES for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -64,6 +68,9 @@ perturbed_options=(--lr 1.2e-3 --min-lr 1e-4 --warmup 30 --tokens 30000000)
 perturb2=0.8
 perturbed2_steps=${NEEDLE_TRAIN_PERTURBED2_STEPS:-2000}
 perturbed2_options=(--lr 1e-3 --min-lr 1e-4 --warmup 30 --steps "$perturbed2_steps" --seed 5)
+twins=0.25
+twins_minutes=${NEEDLE_TRAIN_TWINS_MINUTES:-80}
+twins_options=(--lr 6e-4 --min-lr 6e-5 --warmup 30 --minutes "$twins_minutes" --seed 7)
 
 install=0
 train_options=()
@@ -84,7 +91,10 @@ checkpoint_p="$run_p/checkpoint.pt"
 data_p8="$work/data-p8"
 run_p8="$work/run-p8"
 checkpoint_p8="$run_p8/checkpoint.pt"
-weights="$run_p8/model.safetensors"
+data_p8t="$work/data-p8t"
+run_p8t="$work/run-p8t"
+checkpoint_p8t="$run_p8t/checkpoint.pt"
+weights="$run_p8t/model.safetensors"
 archive="$work/needlework-tools.cact"
 parity="$work/parity.json"
 
@@ -293,15 +303,19 @@ run_from perturbed "$checkpoint" "$checkpoint_p8" \
   "$python" tools/train/train.py --data "$data_p" --tokenizer "$tokenizer" --minutes "$perturbed_minutes" \
   "${perturbed_options[@]}" --eval "$data/A.jsonl" --out "$run_p"
 perturbed_data data-p8 "$data_p8" "$run_p8" --perturb "$perturb2"
-run_from perturbed2 "$checkpoint_p" "" \
+run_from perturbed2 "$checkpoint_p" "$checkpoint_p8t" \
   "$python" tools/train/train.py --data "$data_p8" --tokenizer "$tokenizer" \
   "${perturbed2_options[@]}" --eval "$data/A.jsonl" --out "$run_p8"
+perturbed_data data-p8t "$data_p8t" "$run_p8t" --perturb "$perturb2" --twins "$twins"
+run_from twins "$checkpoint_p8" "" \
+  "$python" tools/train/train.py --data "$data_p8t" --tokenizer "$tokenizer" \
+  "${twins_options[@]}" --eval "$data/A.jsonl" --out "$run_p8t"
 
 # --- export, pack --------------------------------------------------------------------------------
-if up_to_date "$weights" "$checkpoint_p8" tools/train/export.py; then
+if up_to_date "$weights" "$checkpoint_p8t" tools/train/export.py; then
   skipped export "$weights"
 else
-  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_p8" -o "$weights"
+  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_p8t" -o "$weights"
 fi
 
 pack() {
@@ -318,7 +332,7 @@ fi
 
 # --- parity --------------------------------------------------------------------------------------
 check_parity() {
-  "$python" tools/train/parity.py --checkpoint "$checkpoint_p8" --bin "$bin" --data "$data/A.jsonl" \
+  "$python" tools/train/parity.py --checkpoint "$checkpoint_p8t" --bin "$bin" --data "$data/A.jsonl" \
     --tokenizer "$tokenizer" --count 3 --long | tee "$parity.log"
   tail -n 1 "$parity.log" > "$parity"
   rm "$parity.log"

@@ -2,7 +2,7 @@
 """plot_runs.py: one loss curve for runs that follow each other (npm run train's base run, its
 continuation, the runs on perturbed data), as docs/model-card-loss.png shows it.
 
-    /usr/bin/python3 tools/train/plot_runs.py build/train/run:4330 build/train/run-p build/train/run-p8 -o docs/model-card-loss.png
+    /usr/bin/python3 tools/train/plot_runs.py build/train/run:4330 build/train/run-p build/train/run-p8 build/train/run-p8t -o docs/model-card-loss.png
 
 Each argument is a run directory (its log.csv), optionally cut at a step (":STEP"); a later run's
 tokens continue from where the earlier one ended, and a dotted line marks where it starts.
