@@ -641,6 +641,14 @@
   (func $sin64 (export "test_sin64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 0)))
   (func $cos64 (export "test_cos64") (param $x f64) (result f64) (call $trig (local.get $x) (i32.const 1)))
 
+  ;; expf's constants, shared by $expf and $expf4 (docs/numerics.md, "Transcendentals")
+  (global $EXPF_RANGE f32 (f32.const 104))                   ;; |x| up to this: the table path; past it 0, inf or NaN
+  (global $EXPF_SCALE f64 (f64.const 0x1.71547652b82fep+5))   ;; 32/ln2
+  (global $EXPF_C4 f64 (f64.const 0x1.3b2ab6fba4e77p-27))     ;; (ln2/32)^i / i!, i = 4..1
+  (global $EXPF_C3 f64 (f64.const 0x1.c6b08d704a0c0p-20))
+  (global $EXPF_C2 f64 (f64.const 0x1.ebfbdff82c58fp-13))
+  (global $EXPF_C1 f64 (f64.const 0x1.62e42fefa39efp-6))
+
   ;; f32 exp and log, exactly as docs/numerics.md ("Transcendentals") defines them and as host/mathf.cpp
   ;; computes them: every f64 operation below, in this order, so that the two agree bit for bit. No
   ;; step may be fused or reordered (wasm has no implicit FMA).
@@ -668,23 +676,21 @@
   ;; polynomial of 2^(r/32), all in f64, rounded to f32 once. Within 0.5001 ulp.
   (func $expf (export "test_expf") (param $x f32) (result f32)
     (local $z f64) (local $kd f64) (local $r f64) (local $n i32) (local $p f64)
-    (if (i32.eqz (f32.le (f32.abs (local.get $x)) (f32.const 104)))  ;; NaN, or past the f32 range
+    (if (i32.eqz (f32.le (f32.abs (local.get $x)) (global.get $EXPF_RANGE)))  ;; NaN, or past the f32 range
       (then
         (if (f32.ne (local.get $x) (local.get $x)) (then (return (local.get $x))))
         (return (select (f32.const inf) (f32.const 0) (f32.gt (local.get $x) (f32.const 0))))))
-    (local.set $z (f64.mul (f64.promote_f32 (local.get $x)) (f64.const 0x1.71547652b82fep+5)))  ;; 32/ln2
+    (local.set $z (f64.mul (f64.promote_f32 (local.get $x)) (global.get $EXPF_SCALE)))
     (local.set $kd (f64.nearest (local.get $z)))
     (local.set $r (f64.sub (local.get $z) (local.get $kd)))  ;; exact
     (local.set $n (i32.trunc_f64_s (local.get $kd)))
-    (local.set $p (f64.const 0x1.3b2ab6fba4e77p-27))  ;; (ln2/32)^i / i!, i = 4..1
-    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.c6b08d704a0c0p-20)))
-    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.ebfbdff82c58fp-13)))
-    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 0x1.62e42fefa39efp-6)))
+    (local.set $p (global.get $EXPF_C4))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (global.get $EXPF_C3)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (global.get $EXPF_C2)))
+    (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (global.get $EXPF_C1)))
     (local.set $p (f64.add (f64.mul (local.get $p) (local.get $r)) (f64.const 1)))
     ;; 2^k T[j]: k added to T[j]'s exponent bits (exact, the same number as T[j] x 2^k)
-    (f32.demote_f64 (f64.mul (local.get $p) (f64.reinterpret_i64 (i64.add
-      (i64.load (i32.add (global.get $MATHTAB) (i32.shl (i32.and (local.get $n) (i32.const 31)) (i32.const 3))))
-      (i64.shl (i64.extend_i32_s (i32.shr_s (local.get $n) (i32.const 5))) (i64.const 52)))))))
+    (f32.demote_f64 (f64.mul (local.get $p) (f64.reinterpret_i64 (call $exp_bits (local.get $n))))))
 
   ;; ln x in f32: x = 2^e m exactly in f64, m in (sqrt(1/2), sqrt 2], ln m = 2 atanh(s) with
   ;; s = (m-1)/(m+1) by its odd series to s^13, e ln2 + ln m in f64, rounded to f32 once. Within 0.5 ulp.
@@ -722,13 +728,13 @@
   ;; or NaN sends the four to $expf one at a time.
   (func $expf4 (param $x v128) (result v128)
     (local $lo v128) (local $hi v128) (local $klo v128) (local $khi v128) (local $n v128)
-    (if (i32.eqz (i32x4.all_true (f32x4.le (f32x4.abs (local.get $x)) (f32x4.splat (f32.const 104)))))
+    (if (i32.eqz (i32x4.all_true (f32x4.le (f32x4.abs (local.get $x)) (f32x4.splat (global.get $EXPF_RANGE)))))
       (then (return (call $expf4_lanes (local.get $x)))))
     ;; z = x 32/ln2 and k = nearest(z), lanes 0-1 in lo, 2-3 in hi
-    (local.set $lo (f64x2.mul (f64x2.promote_low_f32x4 (local.get $x)) (f64x2.splat (f64.const 0x1.71547652b82fep+5))))
+    (local.set $lo (f64x2.mul (f64x2.promote_low_f32x4 (local.get $x)) (f64x2.splat (global.get $EXPF_SCALE))))
     (local.set $hi (f64x2.mul (f64x2.promote_low_f32x4 (i8x16.shuffle 8 9 10 11 12 13 14 15 8 9 10 11 12 13 14 15
                                                           (local.get $x) (local.get $x)))
-                              (f64x2.splat (f64.const 0x1.71547652b82fep+5))))
+                              (f64x2.splat (global.get $EXPF_SCALE))))
     (local.set $klo (f64x2.nearest (local.get $lo)))
     (local.set $khi (f64x2.nearest (local.get $hi)))
     (local.set $n (i8x16.shuffle 0 1 2 3 4 5 6 7 16 17 18 19 20 21 22 23
@@ -759,10 +765,10 @@
   ;; $expf's quartic polynomial of 2^(r/32), in two f64 lanes.
   (func $exp_poly (param $r v128) (result v128)
     (local $p v128)
-    (local.set $p (f64x2.splat (f64.const 0x1.3b2ab6fba4e77p-27)))
-    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.c6b08d704a0c0p-20))))
-    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.ebfbdff82c58fp-13))))
-    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 0x1.62e42fefa39efp-6))))
+    (local.set $p (f64x2.splat (global.get $EXPF_C4)))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (global.get $EXPF_C3))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (global.get $EXPF_C2))))
+    (local.set $p (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (global.get $EXPF_C1))))
     (f64x2.add (f64x2.mul (local.get $p) (local.get $r)) (f64x2.splat (f64.const 1))))
 
   ;; $expf of each lane, one at a time (the lanes $expf4 does not take).
