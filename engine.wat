@@ -210,7 +210,7 @@
   (global $S_REPN (export "ADDR_S_REPN") i32 (i32.const 2452)) ;; penalty window in tokens (0: whole session)
   (global $S_RNG  (export "ADDR_S_RNG")  i32 (i32.const 2456)) ;; u64 generator state (splitmix64)
   (global $EXPECT i32 (i32.const 2560)) ;; the record $check_record expects: fields EX_* (dtype, ndim, shape)
-  (global $QTMP   i32 (i32.const 2688)) ;; 64 bytes: one quantised block in column order (driver only)
+  (global $QTMP   i32 (i32.const 2688)) ;; 32 bytes: a key's int8 block on its way into its column ($kv_store, driver only)
   (global $MATHTAB (export "ADDR_MATHTAB") i32 (i32.const 2816)) ;; 256 bytes: f64 T[j] ~ 2^(j/32) of expf, made by init
   (global $BSLICES i32 (i32.const 3072)) ;; 16 x SL_SIZE bytes: a chunk's per-token slices, fields SL_* (field, base, stride)
   (global $BSAVED  i32 (i32.const 3264)) ;; 116 bytes: the pointer fields P_U .. P_EV as they were before a chunk
@@ -1914,30 +1914,17 @@
   ;; the scale to *sp. The maximum skips NaN as std::max does (pmax keeps the accumulator); the
   ;; rounding is the scalar rule in four lanes: nearest, then trunc_sat (NaN -> 0) and a clamp.
   (func $quant_block (param $src i32) (param $dst i32) (param $sp i32) (param $perm i32)
-    (local $m v128) (local $amax f32) (local $inv v128) (local $k i32) (local $lo v128) (local $hi v128)
-    (local.set $m (f32x4.pmax (f32x4.abs (v128.load (local.get $src))) (f32x4.abs (v128.load offset=16 (local.get $src)))))
-    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=32 (local.get $src)))))
-    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=48 (local.get $src)))))
-    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=64 (local.get $src)))))
-    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=80 (local.get $src)))))
-    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=96 (local.get $src)))))
-    (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load offset=112 (local.get $src)))))
-    (local.set $amax (f32.max (f32.max (f32x4.extract_lane 0 (local.get $m)) (f32x4.extract_lane 1 (local.get $m)))
-                              (f32.max (f32x4.extract_lane 2 (local.get $m)) (f32x4.extract_lane 3 (local.get $m)))))
+    (local $m v128) (local $amax f32) (local $inv v128) (local $lo v128) (local $hi v128)
+    (local.set $amax (call $amax32 (local.get $src)))
     (if (f32.eq (local.get $amax) (f32.const 0))
       (then
         (call $zero (local.get $dst) (i32.const 64))
         (f32.store (local.get $sp) (f32.const 0))
         (return)))
     (local.set $inv (f32x4.splat (f32.div (f32.const 127) (local.get $amax))))
-    (loop $eights  ;; q of eight columns as i16, in column order, to QTMP
-      (local.set $lo (call $q8x4 (v128.load (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv)))
-      (local.set $hi (call $q8x4 (v128.load offset=16 (i32.add (local.get $src) (i32.shl (local.get $k) (i32.const 2)))) (local.get $inv)))
-      (v128.store (i32.add (global.get $QTMP) (i32.shl (local.get $k) (i32.const 1))) (i16x8.narrow_i32x4_s (local.get $lo) (local.get $hi)))
-      (br_if $eights (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 8))) (i32.const 32))))
-    ;; permute as bytes (|q| <= 127, so narrowing to i8 is exact), then widen back to i16
-    (local.set $lo (i8x16.narrow_i16x8_s (v128.load (global.get $QTMP)) (v128.load offset=16 (global.get $QTMP))))
-    (local.set $hi (i8x16.narrow_i16x8_s (v128.load offset=32 (global.get $QTMP)) (v128.load offset=48 (global.get $QTMP))))
+    ;; the 32 values as bytes (|q| <= 127, exact), permuted, then widened back to i16
+    (local.set $lo (call $q8x16 (local.get $src) (local.get $inv) (local.get $amax)))
+    (local.set $hi (call $q8x16 (i32.add (local.get $src) (i32.const 64)) (local.get $inv) (local.get $amax)))
     (local.set $m (call $pick32 (local.get $lo) (local.get $hi) (v128.load (local.get $perm))))
     (v128.store (local.get $dst) (i16x8.extend_low_i8x16_s (local.get $m)))
     (v128.store offset=16 (local.get $dst) (i16x8.extend_high_i8x16_s (local.get $m)))
@@ -2818,15 +2805,10 @@
   ;; numerics.md's quantizeBlockInt8, four values at a time ($q8x4 = $q8 lane by lane; the maximum of
   ;; |x| is the same in any order). Driver only (QTMP holds a transposed block on its way).
   (func $kv_store (param $src i32) (param $n i32) (param $dq i32) (param $step i32) (param $ds i32) (param $sstep i32)
-    (local $b i32) (local $k i32) (local $amax f32) (local $inv v128) (local $p i32) (local $m v128) (local $out i32)
+    (local $b i32) (local $k i32) (local $amax f32) (local $inv v128) (local $p i32) (local $out i32)
     (loop $blocks
       (local.set $p (i32.add (local.get $src) (i32.shl (local.get $b) (i32.const 7))))
-      (local.set $m (v128.const i32x4 0 0 0 0))
-      (local.set $k (i32.const 0))
-      (loop $max  ;; lane-wise maxima of |x| (pmax keeps the maximum when |x| is NaN, as the scalar "if max < v" did)
-        (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load (i32.add (local.get $p) (local.get $k))))))
-        (br_if $max (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 16))) (i32.const 128))))
-      (local.set $amax (call $max4 (local.get $m)))
+      (local.set $amax (call $amax32 (local.get $p)))
       (local.set $inv (f32x4.splat (f32.div (f32.const 127) (local.get $amax))))
       ;; the 32 int8 values in order: straight into a value row, through QTMP into a key column
       (local.set $out (select (i32.add (local.get $dq) (i32.shl (local.get $b) (i32.const 5))) (global.get $QTMP)
@@ -2843,6 +2825,15 @@
       (f32.store (i32.add (local.get $ds) (i32.mul (local.get $b) (local.get $sstep)))
         (if (result f32) (f32.eq (local.get $amax) (f32.const 0)) (then (f32.const 0)) (else (f32.div (local.get $amax) (f32.const 127)))))
       (br_if $blocks (i32.lt_u (local.tee $b (i32.add (local.get $b) (i32.const 1))) (i32.shr_u (local.get $n) (i32.const 5))))))
+
+  ;; max |x| over the 32 f32 at p, from 0, skipping NaN as std::max(amax, |x|) does (pmax keeps the
+  ;; accumulator when the new value is NaN): quantizeBlockInt8's amax.
+  (func $amax32 (param $p i32) (result f32)
+    (local $m v128) (local $k i32)
+    (loop $max
+      (local.set $m (f32x4.pmax (local.get $m) (f32x4.abs (v128.load (i32.add (local.get $p) (local.get $k))))))
+      (br_if $max (i32.lt_u (local.tee $k (i32.add (local.get $k) (i32.const 16))) (i32.const 128))))
+    (call $max4 (local.get $m)))
 
   ;; The largest of four f32 lanes (none NaN).
   (func $max4 (param $m v128) (result f32)
