@@ -3080,10 +3080,9 @@
     (local.set $hd (call $g (global.get $G_HD)))
     (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
     (local.set $sink (i32.load (global.get $SINK)))
-    (local.set $first (call $key_slot (local.get $sinkEnd) (local.get $sinkEnd)
-                                      (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN)))))
-    (local.set $wrap (select (i32.add (local.get $sink) (call $g (global.get $G_KVWIN))) (i32.const -1)
-                             (call $g (global.get $G_KVWIN))))
+    (call $window_run (local.get $sinkEnd))
+    (local.set $wrap)
+    (local.set $first)
     (local.set $row (i32.mul (local.get $head) (i32.load (global.get $KV_SLOTS))))
     (loop $keys
       (local.set $slot
@@ -3128,6 +3127,13 @@
     (select (i32.load (global.get $SINK)) (local.get $s)
       (i32.and (i32.ne (local.get $win) (i32.const 0))
                (i32.eq (local.get $s) (i32.add (i32.load (global.get $SINK)) (local.get $win))))))
+
+  ;; The window's run of attended keys (ARGS, ATT_*): its first slot, and the slot it wraps at to
+  ;; `sink` (-1: never, without a window), for the key loops that walk the slots inline.
+  (func $window_run (param $sinkEnd i32) (result i32 i32)
+    (call $key_slot (local.get $sinkEnd) (local.get $sinkEnd) (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN))))
+    (select (i32.add (i32.load (global.get $SINK)) (call $g (global.get $G_KVWIN))) (i32.const -1)
+            (call $g (global.get $G_KVWIN))))
 
   ;; Physical slot of attended key t: the sinks first, then positions from windowBegin.
   (func $key_slot (param $t i32) (param $sinkEnd i32) (param $wb i32) (result i32)
@@ -3182,10 +3188,9 @@
     (local.set $nb (i32.shr_u (local.get $hd) (i32.const 5)))
     (local.set $sink (i32.load (global.get $SINK)))
     ;; the window's first slot, and the slot its run wraps at (never, without a window)
-    (local.set $first (call $key_slot (local.get $sinkEnd) (local.get $sinkEnd)
-                                      (i32.load (i32.add (global.get $ARGS) (global.get $ATT_WINDOW_BEGIN)))))
-    (local.set $wrap (select (i32.add (local.get $sink) (call $g (global.get $G_KVWIN))) (i32.const -1)
-                             (call $g (global.get $G_KVWIN))))
+    (call $window_run (local.get $sinkEnd))
+    (local.set $wrap)
+    (local.set $first)
     (local.set $row (i32.mul (local.get $head) (i32.load (global.get $KV_SLOTS))))
     (loop $keys
       (local.set $slot
