@@ -433,6 +433,54 @@ class Perturbed(unittest.TestCase):
         self.assertIn(t.text, seen)                # sometimes nothing changes
 
 
+class PerturbedFrames(unittest.TestCase):
+    """data.py --perturb-invented: the invented tools' request frames perturbed too (perturb_frame);
+    the held-out splits unchanged, and nothing drawn without the option."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, perturb_invented=0.8)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        for split in ("A", "B", "C"):
+            self.assertEqual(self.splits[split], GROUPED[split], split)
+        self.assertEqual(data.check_splits(self.splits), [])
+        invented = 0
+        for ex in self.splits["train"]:
+            tools = by_name(ex)
+            for call in ex["calls"]:
+                self.assertIsNone(schema.validate_call(call, ex["tools"]), ex["id"])
+                props = tools[call["name"]]["parameters"]["properties"]
+                for key, value in call["arguments"].items():
+                    if isinstance(value, str) and "enum" not in props[key]:
+                        self.assertIn(value, ex["query"], ex["id"])
+            invented += ex["family"] == "invented"
+        self.assertGreater(invented, 0.15 * N_TRAIN)
+
+    def test_without_the_option_the_data_is_that_of_perturb_alone(self):
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, perturb_invented=0.0)
+        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5)["train"])
+        self.assertNotEqual([ex["query"] for ex in plain["train"]], [ex["query"] for ex in self.splits["train"]])
+
+    def test_perturb_frame_keeps_the_slots_and_sometimes_leads_with_new_words(self):
+        rng = random.Random(5)
+        frames = [t for t in I.REQUEST_TEMPLATES[False, True] if t.starts_with_slot]  # "{vp} with {plist}"
+        leads, texts = 0, set()
+        for i in range(600):
+            t = frames[i % len(frames)]
+            p = data.perturb_frame(rng, t)
+            self.assertEqual(p.slot_order, t.slot_order)
+            self.assertEqual(p.held, t.held)
+            if not p.text.startswith("{vp}"):
+                leads += 1
+                self.assertEqual(p.kind, "other")   # a lead is not a polite prefix's place
+                self.assertRegex(p.text, r"^[a-z][^{]* \{vp\}")
+            texts.add(p.text)
+        self.assertGreater(leads, 0.3 * 600)
+        self.assertLess(leads, 0.5 * 600)
+        self.assertGreater(len(texts), 200)
+
+
 class Twins(unittest.TestCase):
     """data.py --twins: a share of the perturbed training groups, each followed by its [] twin (the
     same requests against tools that none of them fits)."""

@@ -215,13 +215,16 @@ class ToolSet:
 class Generator:
     """Makes examples; all randomness comes from one random.Random(seed)."""
 
-    def __init__(self, seed, perturb=0.0):
+    def __init__(self, seed, perturb=0.0, perturb_invented=0.0):
         self.rng = random.Random(seed)
         self.vocab = {False: I.Vocab(False), True: I.Vocab(True)}
         # The share of training family clauses whose template words are perturbed (--perturb;
         # slots.perturb_template). 0 draws nothing from the generator: the data of --perturb 0 is the
         # data made before the option existed, byte for byte.
         self.perturb = perturb
+        # The same for the invented tools' request frames (--perturb-invented; perturb_frame), 0 again
+        # drawing nothing.
+        self.perturb_invented = perturb_invented
         self.split_now = None  # the split make() / make_group() is drawing for
 
     # clauses
@@ -248,8 +251,16 @@ class Generator:
     def invented_clause(self, held):
         vocab = self.vocab[held]
         inv = I.invent(self.rng, vocab)
-        t, values, args = I.request(self.rng, vocab, inv, held)
+        t, values, args = self.invented_request(vocab, inv, held)
         return Clause("invented", inv.tool(), inv.key, t, values, {"name": inv.name, "arguments": args}, inv)
+
+    def invented_request(self, vocab, inv, held):
+        """invented.request's (template, values, arguments), the frame perturbed with the share
+        --perturb-invented in the training split."""
+        t, values, args = I.request(self.rng, vocab, inv, held)
+        if self.perturb_invented and self.split_now == "train" and self.rng.random() < self.perturb_invented:
+            t = perturb_frame(self.rng, t)
+        return t, values, args
 
     def chitchat_clause(self, held):
         text = pick(self.rng, CHITCHAT_HELD if held else CHITCHAT_TRAIN)
@@ -578,7 +589,7 @@ class Generator:
         origin = group.origins[tool["name"]]
         for _ in range(20):
             if kind == "invented":
-                t, values, args = I.request(rng, self.vocab[spec.invented_held], origin, spec.held_templates)
+                t, values, args = self.invented_request(self.vocab[spec.invented_held], origin, spec.held_templates)
                 clause = Clause("invented", tool, origin.key, t, values, {"name": origin.name, "arguments": args},
                                 origin)
             else:
@@ -609,14 +620,31 @@ class Generator:
         return None
 
 
-def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0):
+def perturb_frame(rng, template, p_lead=0.4):
+    """An invented tool's request frame ("{vp} with {plist}") with its words perturbed as a family
+    template's are (slots.perturb_template: "with" may become any word, a word may be dropped or
+    inserted) and, with p_lead, one to three words put before it, sometimes ending in "to" ("bask
+    lantern to {vp} ..."): the frames are only ten, and a model trained on them alone reads a lead
+    phrase it has not seen ("kindly arrange to") as the request of a family tool. The verb phrase and
+    parameter list are not copied values, so nothing is glued to a value."""
+    lexicon = any_lexicon(rng)
+    t = perturb_template(rng, template, lexicon)
+    if rng.random() < p_lead:
+        words = " ".join(lexicon.word(rng, plain=True) for _ in range(rng.randint(1, 3)))
+        lead = words + (" to " if rng.random() < 0.5 else " ")
+        lead = lead[:1].lower() + lead[1:]
+        t = Template(lead + t.text, "other", t.family, t.held)
+    return t
+
+
+def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0, perturb_invented=0.0):
     """The training split drawn again by a Generator with `perturb` (a stream of its own, from
     seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
     another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
     of split A or has a string argument that is one of split A's (the checks of check_splits).
     With twins > 0 that share of the groups is followed by its [] twin (Generator.twin_group), a
     group of its own, filtered the same way."""
-    gen = Generator(seed + 1, perturb)
+    gen = Generator(seed + 1, perturb, perturb_invented)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
     a_values = {v for ex in reference["A"] for v in novel_values(ex)}
@@ -657,6 +685,7 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
             twinned += kept > 0 and members is not made
     if log:
         log(f"data: train drawn again with --perturb {perturb}" + (f" --twins {twins}" if twins else "") +
+            (f" --perturb-invented {perturb_invented}" if perturb_invented else "") +
             f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
     return out
@@ -666,7 +695,7 @@ def example_key(ex):
     return (ex["system"], ex["query"], tuple(t["name"] for t in ex["tools"]))
 
 
-def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0):
+def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, perturb_invented=0.0):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
     with its group's number in "group"; the other splits are made as with group 1.
@@ -674,12 +703,12 @@ def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0):
     With perturb > 0 the held-out splits are those of the same seed without it (so that models
     trained on either data are measured on the same requests), and the training split is drawn again
     with that share of perturbed phrasings (perturbed_train), and `twins` of its groups followed by
-    their [] twins."""
+    their [] twins, and `perturb_invented` of its invented tools' requests perturbed (perturb_frame)."""
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
     if perturb:
         splits = generate(seed, n_train, n_eval, log, group)
-        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins)
+        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins, perturb_invented)
         problems = check_splits(splits)
         if problems:
             raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -1061,7 +1090,14 @@ def main(argv=None):
                     help="with --perturb and --group: share of training groups followed by their [] twin, "
                          "the same requests against tools none of them fits (docs/training-data.md, "
                          "\"[] twins\"; default 0: none)")
+    ap.add_argument("--perturb-invented", type=float, default=0.0,
+                    help="with --perturb: share of training requests for invented tools whose frame is "
+                         "perturbed (docs/training-data.md, \"Perturbed frames\"; default 0: none)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.perturb_invented <= 1.0:
+        ap.error(f"--perturb-invented {args.perturb_invented}: must be from 0 to 1")
+    if args.perturb_invented and not args.perturb:
+        ap.error("--perturb-invented needs --perturb (it is drawn with the perturbed training split)")
     if not 0.0 <= args.perturb <= 1.0:
         ap.error(f"--perturb {args.perturb}: must be from 0 to 1")
     if not 0.0 <= args.twins <= 1.0:
@@ -1075,7 +1111,8 @@ def main(argv=None):
     start = time.time()
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
-        splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins)
+        splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins,
+                          args.perturb_invented)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -1093,6 +1130,8 @@ def main(argv=None):
         info["perturb"] = args.perturb
     if args.twins:
         info["twins"] = args.twins
+    if args.perturb_invented:
+        info["perturb_invented"] = args.perturb_invented
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:
