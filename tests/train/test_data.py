@@ -392,6 +392,18 @@ def groups_of(examples):
     return list(out.values())
 
 
+def assert_calls_copy_from_requests(test, examples):
+    """Every gold call validates against its tool, and every free-text string argument is in the request."""
+    for ex in examples:
+        tools = by_name(ex)
+        for call in ex["calls"]:
+            test.assertIsNone(schema.validate_call(call, ex["tools"]), ex["id"])
+            props = tools[call["name"]]["parameters"]["properties"]
+            for key, value in call["arguments"].items():
+                if isinstance(value, str) and "enum" not in props[key]:
+                    test.assertIn(value, ex["query"], ex["id"])
+
+
 class Perturbed(unittest.TestCase):
     """data.py --perturb: training requests with perturbed template words; the held-out splits those
     of the seed without it."""
@@ -410,14 +422,7 @@ class Perturbed(unittest.TestCase):
         self.assertNotEqual([ex["query"] for ex in train], [ex["query"] for ex in GROUPED["train"]])
 
     def test_every_call_still_validates_and_copies_from_the_request(self):
-        for ex in self.splits["train"]:
-            tools = by_name(ex)
-            for call in ex["calls"]:
-                self.assertIsNone(schema.validate_call(call, ex["tools"]), ex["id"])
-                props = tools[call["name"]]["parameters"]["properties"]
-                for key, value in call["arguments"].items():
-                    if isinstance(value, str) and "enum" not in props[key]:
-                        self.assertIn(value, ex["query"], ex["id"])
+        assert_calls_copy_from_requests(self, self.splits["train"])
 
     def test_perturb_template_keeps_slots_and_their_delimiters(self):
         rng = random.Random(3)
@@ -445,16 +450,8 @@ class PerturbedFrames(unittest.TestCase):
         for split in ("A", "B", "C"):
             self.assertEqual(self.splits[split], GROUPED[split], split)
         self.assertEqual(data.check_splits(self.splits), [])
-        invented = 0
-        for ex in self.splits["train"]:
-            tools = by_name(ex)
-            for call in ex["calls"]:
-                self.assertIsNone(schema.validate_call(call, ex["tools"]), ex["id"])
-                props = tools[call["name"]]["parameters"]["properties"]
-                for key, value in call["arguments"].items():
-                    if isinstance(value, str) and "enum" not in props[key]:
-                        self.assertIn(value, ex["query"], ex["id"])
-            invented += ex["family"] == "invented"
+        assert_calls_copy_from_requests(self, self.splits["train"])
+        invented = sum(ex["family"] == "invented" for ex in self.splits["train"])
         self.assertGreater(invented, 0.15 * N_TRAIN)
 
     def test_without_the_option_the_data_is_that_of_perturb_alone(self):
