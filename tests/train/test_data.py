@@ -392,6 +392,13 @@ def groups_of(examples):
     return list(out.values())
 
 
+def assert_held_out_unchanged(test, splits):
+    """Splits A, B and C are those of the grouped data without options, and every split check passes."""
+    for split in ("A", "B", "C"):
+        test.assertEqual(splits[split], GROUPED[split], split)
+    test.assertEqual(data.check_splits(splits), [])
+
+
 def assert_calls_copy_from_requests(test, examples):
     """Every gold call validates against its tool, and every free-text string argument is in the request."""
     for ex in examples:
@@ -413,9 +420,7 @@ class Perturbed(unittest.TestCase):
         cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5)
 
     def test_held_out_splits_are_the_unperturbed_ones_and_the_checks_pass(self):
-        for split in ("A", "B", "C"):
-            self.assertEqual(self.splits[split], GROUPED[split], split)
-        self.assertEqual(data.check_splits(self.splits), [])
+        assert_held_out_unchanged(self, self.splits)
         train = self.splits["train"]
         self.assertEqual(len(train), N_TRAIN)
         self.assertEqual([ex["id"] for ex in train], [f"train-{i:06d}" for i in range(N_TRAIN)])
@@ -447,9 +452,7 @@ class PerturbedFrames(unittest.TestCase):
         cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, perturb_invented=0.8)
 
     def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
-        for split in ("A", "B", "C"):
-            self.assertEqual(self.splits[split], GROUPED[split], split)
-        self.assertEqual(data.check_splits(self.splits), [])
+        assert_held_out_unchanged(self, self.splits)
         assert_calls_copy_from_requests(self, self.splits["train"])
         invented = sum(ex["family"] == "invented" for ex in self.splits["train"])
         self.assertGreater(invented, 0.15 * N_TRAIN)
@@ -487,9 +490,7 @@ class Twins(unittest.TestCase):
         cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3)
 
     def test_held_out_splits_are_unchanged_and_the_checks_pass(self):
-        for split in ("A", "B", "C"):
-            self.assertEqual(self.splits[split], GROUPED[split], split)
-        self.assertEqual(data.check_splits(self.splits), [])
+        assert_held_out_unchanged(self, self.splits)
         train = self.splits["train"]
         self.assertEqual([ex["id"] for ex in train], [f"train-{i:06d}" for i in range(N_TRAIN)])
         share = data.statistics(self.splits)["train"]["share_no_call"]
