@@ -5,7 +5,7 @@
 # Builds what the evaluation runs, in the build directory (NEEDLE_BUILD_DIR, default build): needle-run,
 # libneedle_toolcall.so (the float model's session), engine.wasm and the tool-call module
 # (toolcall.mjs + toolcall.wasm); then runs tools/train/evaluate.py, whose defaults are what
-# scripts/train.sh makes (build/train/needlework-tools.cact, build/train/run-p8t/checkpoint.pt,
+# scripts/train.sh makes (build/train/needlework-tools.cact, build/train/checkpoint.pt,
 # build/train/data, build/train/tokenizer/tokenizer.model). Results: build/eval/results.json and
 # build/eval/mismatches.md. Options go to evaluate.py: `npm run eval -- --count 100`.
 set -euo pipefail

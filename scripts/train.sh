@@ -30,6 +30,8 @@
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
 #              other data stops with a message instead of being resumed.
+#   link       build/train/checkpoint.pt, a link to the last run's checkpoint: the shipped model in
+#              float, which npm run eval and decode.py read by default
 #   export     tools/train/export.py                                           -> build/train/run-p8t/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
@@ -94,7 +96,10 @@ checkpoint_p8="$run_p8/checkpoint.pt"
 data_p8t="$work/data-p8t"
 run_p8t="$work/run-p8t"
 checkpoint_p8t="$run_p8t/checkpoint.pt"
-weights="$run_p8t/model.safetensors"
+# the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
+final_run="$run_p8t"
+final_checkpoint="$final_run/checkpoint.pt"
+weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
 parity="$work/parity.json"
 
@@ -311,11 +316,14 @@ run_from twins "$checkpoint_p8" "" \
   "$python" tools/train/train.py --data "$data_p8t" --tokenizer "$tokenizer" \
   "${twins_options[@]}" --eval "$data/A.jsonl" --out "$run_p8t"
 
-# --- export, pack --------------------------------------------------------------------------------
-if up_to_date "$weights" "$checkpoint_p8t" tools/train/export.py; then
+# --- link, export, pack --------------------------------------------------------------------------
+# A relative link, so that the training directory can be moved or copied whole.
+ln -sfn "${final_checkpoint#"$work"/}" "$work/checkpoint.pt"
+echo "train: link       $work/checkpoint.pt -> ${final_checkpoint#"$work"/}"
+if up_to_date "$weights" "$final_checkpoint" tools/train/export.py; then
   skipped export "$weights"
 else
-  stage export "$python" tools/train/export.py --checkpoint "$checkpoint_p8t" -o "$weights"
+  stage export "$python" tools/train/export.py --checkpoint "$final_checkpoint" -o "$weights"
 fi
 
 pack() {
@@ -332,7 +340,7 @@ fi
 
 # --- parity --------------------------------------------------------------------------------------
 check_parity() {
-  "$python" tools/train/parity.py --checkpoint "$checkpoint_p8t" --bin "$bin" --data "$data/A.jsonl" \
+  "$python" tools/train/parity.py --checkpoint "$final_checkpoint" --bin "$bin" --data "$data/A.jsonl" \
     --tokenizer "$tokenizer" --count 3 --long | tee "$parity.log"
   tail -n 1 "$parity.log" > "$parity"
   rm "$parity.log"

@@ -22,7 +22,7 @@ Two parts:
    engine's sampler from those logits, so the prompt, masks, forced fragments, budget and reply
    parsing are the code the page runs.
 
-    net = export.load_model("build/train/run-p8t/checkpoint.pt")
+    net = export.load_model("build/train/checkpoint.pt")
     session = DecodeSession(net, "float")
     with ToolcallModel("build/lib/libneedle_toolcall.so", archive_tokenizer_blob("m.cact"), net.g) as tc:
         envelope = tc.complete({"tools": [...], "request": "..."}, session)

@@ -2,7 +2,7 @@
 """evaluate.py: exact-match accuracy of our trained model on the held-out splits, in every engine.
 
     /usr/bin/python3 tools/train/evaluate.py [--archive build/train/needlework-tools.cact]
-        [--checkpoint build/train/run-p8t/checkpoint.pt] [--tokenizer build/train/tokenizer/tokenizer.model]
+        [--checkpoint build/train/checkpoint.pt] [--tokenizer build/train/tokenizer/tokenizer.model]
         [--data build/train/data] [--build build] [--out build/eval] [--count 500]
         [--engines float,needle-run,wasm[,needle-run-f32,float-nosink]] [--max-tokens 256]
 
@@ -497,7 +497,7 @@ def write_fixture(args) -> int:
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--archive", default="build/train/needlework-tools.cact", help="the packed archive")
-    ap.add_argument("--checkpoint", default="build/train/run-p8t/checkpoint.pt", help="train.py's checkpoint (float)")
+    ap.add_argument("--checkpoint", default="build/train/checkpoint.pt", help="train.py's checkpoint (float)")
     ap.add_argument("--tokenizer", default="build/train/tokenizer/tokenizer.model",
                     help="the SentencePiece model the trainer used (checks the prompt ids)")
     ap.add_argument("--data", default="build/train/data", help="directory with A.jsonl, B.jsonl, C.jsonl")
