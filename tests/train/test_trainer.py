@@ -29,6 +29,7 @@ import cq  # noqa: E402
 import export  # noqa: E402
 import model as M  # noqa: E402
 import train  # noqa: E402
+import unpack  # noqa: E402
 
 BIN_DIR = os.environ.get("NEEDLE_BIN_DIR", os.path.join(ROOT, "build", "bin"))
 
@@ -491,6 +492,129 @@ class Init(unittest.TestCase):
                 train.parse_args(common + ["--init", "x", "--resume", "--out", tmp, "--steps", "1"])
         finally:
             shutil.rmtree(tmp)
+
+
+class InitFromArchive(unittest.TestCase):
+    """train.py --init ARCHIVE (unpack.py): a run starts from a packed archive's dequantised weights."""
+    # mixed widths, so that the bits map read back from the records is not just the default
+    BITS = "embedding=4,mhc=3,attn.v_proj=1.58,default=2"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp()
+        cls.net = random_model("tiny", cls.BITS, seed=3)
+        weights = os.path.join(cls.tmp, "m.safetensors")
+        cls.archive_path = os.path.join(cls.tmp, "m.cact")
+        export.export(cls.net, weights)
+        subprocess.run([needle_tool("needle-pack"), "--safetensors", weights, "--bits-map", cls.BITS,
+                        "-o", cls.archive_path], check=True, stdout=subprocess.DEVNULL)
+        with open(cls.archive_path, "rb") as f:
+            cls.bytes = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def write(self, name: str, data: bytes) -> str:
+        path = os.path.join(self.tmp, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_weights_quantise_back_to_the_archive(self):
+        loaded = unpack.load(self.archive_path)
+        self.assertEqual(loaded["geometry"], json.loads(self.net.g.to_json()))
+        net = M.Needle2(M.Geometry.from_dict(loaded["geometry"]), cq.BitsMap.parse(loaded["bits_map"]))
+        self.assertEqual(net.cq_bits(), self.net.cq_bits())
+        net.load_state_dict(loaded["model"])
+        # tiny's engram tables have 64 columns: their groups are padded, the only inexact ones
+        g = net.g
+        padded = len(g.engram_sites) * g.num_engram_tables * g.engram_slots
+        self.assertEqual(g.engram_sub_dim, 64)
+        self.assertEqual(loaded["inexact_groups"], padded)
+        # quantised again, the weights are the archive: the same indices and norms, the same fp16 values
+        archive = cact.read(self.archive_path)
+        tensors = export.archive_tensors(net)
+        exact = 0
+        for k, (key, values) in enumerate(tensors.items()):
+            record = archive.records[k]
+            if record.dtype == "CQ" and values.shape[1] % cq.GROUP == 0:
+                exact += 1
+                index, norm = archive.cq(k)
+                q_index, q_norm = cq.quantize(torch.from_numpy(values), record.bits, exact=True)
+                self.assertTrue(np.array_equal(q_index.numpy(), index), f"{key}: level indices differ")
+                self.assertTrue(np.array_equal(q_norm.numpy(), norm), f"{key}: group norms differ")
+            elif record.dtype == "FP16":
+                self.assertTrue(np.array_equal(archive.fp16(k), values), key)
+        self.assertEqual(exact, 1 + 5 * g.num_layers + 3 + 2 * len(g.engram_sites))
+        # and the forward's weights are the original model's (f32 rounding of the rotation back
+        # apart), except the padded engram tables (the forward test below bounds what they change)
+        expected = self.net.archive_weights(qat=True, exact=True)
+        for name, w in net.archive_weights(qat=True, exact=True).items():
+            if name == "engram_tables":
+                continue
+            torch.testing.assert_close(w.detach(), expected[name].detach(), rtol=1e-5, atol=1e-6,
+                                       msg=lambda m: f"{name}: {m}")
+
+    def test_its_forward_is_needle_ref(self):
+        import parity
+        loaded = unpack.load(self.archive_path)
+        net = M.Needle2(M.Geometry.from_dict(loaded["geometry"]), cq.BitsMap.parse(loaded["bits_map"]))
+        net.load_state_dict(loaded["model"])
+        ids = [2] + list(range(20, 60))
+        for label, length, sink, worst, at in parity.check(BIN_DIR, net, self.archive_path, [("ids", ids, 0)]):
+            self.assertLess(worst, 1e-3, f"maxRel {worst} at position {at}")
+
+    def test_the_shipped_archive_unpacks_exactly(self):
+        # d256l6 has no padded group: every CQ group's weights quantise back to the archive's
+        loaded = unpack.load(os.path.join(ROOT, "models", "needlework-tools.cact"))
+        self.assertEqual(loaded["inexact_groups"], 0)
+        self.assertEqual(loaded["bits_map"], "default=4")
+        self.assertEqual(loaded["geometry"]["d_model"], 256)
+
+    def test_a_run_starts_from_the_archive(self):
+        data = write_copy_data(os.path.join(self.tmp, "train.jsonl"), 40, seed=1)
+        out = os.path.join(self.tmp, "run")
+        result = train.run(train.parse_args(["--data", data, "--batch-tokens", "256", "--warmup", "3",
+                                             "--threads", "1", "--quiet", "--checkpoint-minutes", "0",
+                                             "--init", self.archive_path, "--out", out, "--steps", "1",
+                                             "--lr", "1e-9", "--min-lr", "1e-9"]))
+        self.assertEqual(result["state"]["step"], 1)
+        saved = torch.load(os.path.join(out, "checkpoint.pt"))
+        self.assertEqual(saved["bits_map"], "embedding=4,attn.v_proj=1.58,mhc_phi_pre=3,mhc_phi_post=3,mhc_phi_res=3,default=2")
+        torch.testing.assert_close(saved["model"]["embedding"], unpack.load(self.archive_path)["model"]["embedding"],
+                                   rtol=0, atol=1e-6)
+
+    def test_bad_archives_name_the_problem(self):
+        header = 232 + 44 * len(export.archive_tensors(self.net))
+        cases = [
+            ("short", self.bytes[:100], "shorter than the header"),
+            ("directory", self.bytes[:300], "directory of"),
+            ("truncated", self.bytes[:len(self.bytes) - 10], "blob ends past the archive"),
+        ]
+        bad_tag = bytearray(self.bytes)
+        bad_tag[0] ^= 1
+        cases.append(("tag", bytes(bad_tag), "is not Needle 2"))
+        bad_codebook = bytearray(self.bytes)
+        bad_codebook[124] ^= 1
+        cases.append(("codebooks", bytes(bad_codebook), "codebooks differ"))
+        bad_heads = bytearray(self.bytes)
+        bad_heads[28:32] = (3).to_bytes(4, "little")  # num_heads 3: head_dim x heads != d_model
+        cases.append(("geometry", bytes(bad_heads), "header: geometry field head_dim"))
+        bad_shape = bytearray(self.bytes)
+        offset = 232 + 44 * 0 + 4  # the embedding record's shape[0]
+        bad_shape[offset:offset + 4] = (511).to_bytes(4, "little")
+        cases.append(("shape", bytes(bad_shape), "embedding: shape (511, 128), expected (512, 128)"))
+        self.assertLess(header, len(self.bytes))
+        for name, data, message in cases:
+            with self.assertRaises(unpack.ArchiveError, msg=name) as e:
+                unpack.load(self.write(name + ".cact", data))
+            self.assertIn(message, str(e.exception), name)
+        with self.assertRaises(SystemExit) as e:
+            train.run(train.parse_args(["--data", write_copy_data(os.path.join(self.tmp, "t.jsonl"), 4, 0),
+                                        "--init", os.path.join(self.tmp, "truncated.cact"), "--quiet",
+                                        "--out", os.path.join(self.tmp, "bad"), "--steps", "1"]))
+        self.assertIn("blob ends past the archive", str(e.exception))
 
 
 class Resume(unittest.TestCase):

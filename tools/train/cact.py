@@ -3,7 +3,8 @@
 It reads the header, the codebooks and the directory, and decodes each record: FP16 arrays, and CQ
 blobs into their level indices and fp16 group norms (docs/cq.md §1: LSB-first bit stream per row,
 then the norms). The tests compare these with the trainer's fake quantisation, and parity.py uses
-the geometry. It trusts the archive (needle-pack just wrote it and needle-info checks it).
+the geometry, unpack.py the weights (train.py --init ARCHIVE). It checks the header's size and tag and
+that the directory fits; the records' contents are the caller's to check (unpack.py does).
 """
 from __future__ import annotations
 
@@ -72,10 +73,17 @@ class Archive:
 def read(path: str) -> Archive:
     with open(path, "rb") as f:
         data = f.read()
+    if len(data) < 232:
+        raise ValueError(f"{path}: {len(data)} bytes: shorter than the header and codebooks (232 bytes)")
     u32 = struct.unpack_from("<29I", data, 0)
     header = dict(zip(HEADER_FIELDS, u32[:20]))
     if header["tag"] != TAG:
         raise ValueError(f"{path}: tag 0x{header['tag']:08X} is not Needle 2 (0x{TAG:08X})")
+    if header["num_engram_orders"] > 4 or u32[24] > 4:
+        raise ValueError(f"{path}: header: {header['num_engram_orders']} engram orders, {u32[24]} sites "
+                         "(at most 4 each)")
+    if 232 + 44 * header["num_tensors"] > len(data):
+        raise ValueError(f"{path}: the directory of {header['num_tensors']} records ends past the archive")
     header["engram_orders"] = list(u32[20:20 + header["num_engram_orders"]])
     header["num_engram_sites"] = u32[24]
     header["engram_sites"] = list(u32[25:25 + u32[24]])
@@ -84,5 +92,7 @@ def read(path: str) -> Archive:
     records = []
     for k in range(header["num_tensors"]):
         dtype, ndim, _, s0, s1, s2, s3, offset, length, group, bits = RECORD.unpack_from(data, 232 + 44 * k)
+        if dtype not in DTYPES or ndim > 4:
+            raise ValueError(f"{path}: record {k}: dtype {dtype}, {ndim} dimensions")
         records.append(Record(DTYPES[dtype], (s0, s1, s2, s3)[:ndim], offset, length, group, bits))
     return Archive(header, codebooks, records, data)

@@ -237,6 +237,43 @@ def dequantize(index: torch.Tensor, norm: torch.Tensor, bits: int, cols: int) ->
     return w.reshape(rows, -1)[:, :cols]
 
 
+def preimage(index: torch.Tensor, norm: torch.Tensor, bits: int, cols: int) -> tuple[torch.Tensor, int]:
+    """Float weights [rows, cols] that quantize() maps back to exactly (index, norm), and the number of
+    groups for which none was found (those hold dequantize()'s values).
+
+    dequantize()'s values are not such weights: their rotated group is norm x level, whose norm is
+    norm x ||level|| (a few percent off for 2 bits), so quantising them again moves every norm and
+    some indices. Here each group's unit vector u is moved inside its cells (u_k between the midpoints
+    around level index_k, a margin away from them) until ||u|| = 1, by alternating normalisation and
+    clamping; then w = (norm x u) H_128, in f64. A group padded past `cols` keeps dequantize()'s values
+    (its padding would have to be non-zero).
+    """
+    t = tables(index.device)
+    rows = index.shape[0]
+    flat = index.reshape(-1, GROUP)
+    levels = t.levels[bits].to(torch.float64)
+    mids = t.midpoints[bits]
+    inf = torch.tensor([math.inf], dtype=torch.float64, device=index.device)
+    margin = 1e-6  # far above f32 rounding of the rotation (|u| < 0.3, relative 1e-7)
+    lo = torch.cat([-inf, mids])[flat] + margin
+    hi = torch.cat([mids, inf])[flat] - margin
+    u = levels[flat]
+    for _ in range(100):
+        u = (u / torch.linalg.vector_norm(u, dim=-1, keepdim=True)).clamp(lo, hi)
+    n = torch.linalg.vector_norm(u, dim=-1)
+    found = (n - 1).abs() < 1e-9
+    groups = norm.reshape(-1).to(torch.float64)
+    w = ((groups[:, None] * u) @ t.h64).to(torch.float32)
+    plain = dequantize_groups(flat, norm.reshape(-1), bits)
+    padded = (-cols) % GROUP
+    if padded:
+        last = torch.zeros(rows, index.shape[1], dtype=torch.bool, device=index.device)
+        last[:, -1] = True
+        found &= ~last.reshape(-1)
+    w = torch.where(found[:, None], w, plain)
+    return w.reshape(rows, -1)[:, :cols], int((~found).sum())
+
+
 class _StraightThrough(torch.autograd.Function):
     """Forward: the quantised values q; backward: the gradient passes to w unchanged."""
 

@@ -466,7 +466,8 @@ def parse_args(argv=None):
     ap.add_argument("--resume", action="store_true", help="continue OUT/checkpoint.pt")
     ap.add_argument("--init", metavar="CHECKPOINT",
                     help="a new run (its own optimiser, schedule and data order) that starts from the "
-                         "weights of another run's checkpoint: its geometry and bits map are taken, and "
+                         "weights of another run's checkpoint, or of a packed archive (.cact: its "
+                         "dequantised weights, unpack.py): its geometry and bits map are taken, and "
                          "the tokenizer must be the same (training on other data, docs/training.md)")
     ap.add_argument("--minutes", type=float, help="time budget (training time, resumes included)")
     ap.add_argument("--tokens", type=float, help="token budget (prompt + reply tokens processed)")
@@ -534,11 +535,19 @@ def run(args) -> dict:
 
     initial = None
     if args.init:
-        initial = torch.load(args.init, map_location="cpu")
+        if args.init.endswith(".cact"):
+            import unpack
+            try:
+                initial = unpack.load(args.init)
+            except unpack.ArchiveError as e:
+                raise SystemExit(f"--init: {e}") from None
+        else:
+            initial = torch.load(args.init, map_location="cpu")
+        source = "archive" if "archive" in initial else "checkpoint"
         for key in ("geometry", "bits_map"):
             kept = initial["args"][key]
             if getattr(args, key) != kept:
-                say(f"--init: {key} is the checkpoint's {kept!r}")
+                say(f"--init: {key} is the {source}'s {kept!r}")
             setattr(args, key, kept)
 
     data_file = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
@@ -593,8 +602,11 @@ def run(args) -> dict:
     net = M.Needle2(g, cq.BitsMap.parse(args.bits_map), seed=args.seed).to(device)
     if initial:
         net.load_state_dict(initial["model"])
-        say(f"--init: the weights of {args.init} (step {initial['state']['step']}, "
-            f"{initial['state']['tokens']:,} tokens)")
+        if "archive" in initial:
+            say(f"--init: the dequantised weights of {args.init} (bits map {args.bits_map})")
+        else:
+            say(f"--init: the weights of {args.init} (step {initial['state']['step']}, "
+                f"{initial['state']['tokens']:,} tokens)")
     opt = make_optimizer(net, args)
     state = {"step": 0, "epoch": 0, "batch": 0, "tokens": 0, "elapsed": 0.0, "total_steps": None,
              "planned_at": 0, "examples": 0}
