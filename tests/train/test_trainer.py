@@ -419,6 +419,34 @@ class Data(unittest.TestCase):
         grouped = train.make_grouped_batch(groups, [0, 1], "cpu", decision_weight=4.0)
         self.assertEqual(sorted(grouped["weights"].tolist()), sorted(batch["weights"].tolist()))
 
+    def test_evaluate_counts_the_decisions_the_argmax_gets_right(self):
+        from tokenizer import TOOL_CALL_ID
+        call, none, end = 300, 301, 1
+
+        class Always(torch.nn.Module):
+            """A model whose argmax is `token` at every position (logits of a vocabulary of 400)."""
+            def __init__(self, token):
+                super().__init__()
+                self.token = token
+
+            def forward(self, tokens, positions):
+                logits = torch.zeros(len(positions), 400)
+                logits[:, self.token] = 1.0
+                return logits
+
+        examples = [(np.array([2, 5], np.int32), np.array([269, TOOL_CALL_ID, call, 40, end], np.int32)),
+                    (np.array([2, 6], np.int32), np.array([269, TOOL_CALL_ID, none, end], np.int32)),
+                    (np.array([2, 7, 8], np.int32), np.array([269, TOOL_CALL_ID, none, end], np.int32)),
+                    (np.array([2, 9], np.int32), np.array([none, end], np.int32))]  # no marker: the first
+        self.assertEqual([train.decision_index(t) for _, t in examples], [2, 2, 2, 0])
+        for token, decisions in ((none, 3 / 4), (call, 1 / 4), (end, 0.0)):
+            loss, accuracy, decision = train.evaluate(Always(token), examples, 64, "cpu")
+            self.assertAlmostEqual(decision, decisions)
+            targets = np.concatenate([t for _, t in examples])
+            self.assertAlmostEqual(accuracy, float(np.mean(targets == token)))
+        # Batches of one example each: the same counts.
+        self.assertAlmostEqual(train.evaluate(Always(none), examples, 6, "cpu")[2], 3 / 4)
+
     def test_load_examples_renders_with_render_py_and_caches(self):
         import render
         import sentencepiece as spm
@@ -466,6 +494,34 @@ def write_copy_data(path, n, seed):
             prompt = [2] + rng.integers(14, 512, int(rng.integers(8, 30))).tolist()
             f.write(json.dumps({"prompt_ids": prompt, "target_ids": prompt[1:4] + [1]}) + "\n")
     return path
+
+
+class HeldOut(unittest.TestCase):
+    def test_eval_is_logged_and_eval_also_printed_with_the_decision_share(self):
+        import contextlib
+        import io
+        import re
+        tmp = tempfile.mkdtemp()
+        try:
+            data = write_copy_data(os.path.join(tmp, "train.jsonl"), 40, seed=1)
+            held = write_copy_data(os.path.join(tmp, "held.jsonl"), 12, seed=2)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                result = train.run(train.parse_args([
+                    "--data", data, "--eval", held, "--eval-also", held, "--eval-also", data,
+                    "--geometry", "tiny", "--batch-tokens", "256", "--warmup", "1", "--threads", "1",
+                    "--log-every", "1", "--steps", "2", "--out", os.path.join(tmp, "run")]))
+            text = out.getvalue()
+            main = re.findall(r"^eval loss ([0-9.]+) accuracy ([0-9.]+) decision ([0-9.]+)$", text, re.M)
+            self.assertEqual(len(main), 1, text)
+            self.assertEqual(result["rows"][-1]["eval_loss"], main[0][0])
+            self.assertEqual(result["rows"][-1]["eval_accuracy"], main[0][1])
+            # the same file through --eval-also: the same figures; each --eval-also file once
+            self.assertEqual(re.findall(r"^eval held.jsonl: loss ([0-9.]+) accuracy ([0-9.]+) decision ([0-9.]+)$",
+                                        text, re.M), main)
+            self.assertEqual(len(re.findall(r"^eval train.jsonl: loss", text, re.M)), 1)
+        finally:
+            shutil.rmtree(tmp)
 
 
 class Init(unittest.TestCase):

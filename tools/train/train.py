@@ -224,10 +224,15 @@ def reply_weights(targets: list, decision_weight: float, device) -> torch.Tensor
         return None
     weights = [np.ones(len(t), dtype=np.float32) for t in targets]
     for t, w in zip(targets, weights):
-        marker = np.flatnonzero(np.asarray(t) == TOOL_CALL_ID)
-        at = int(marker[0]) + 1 if len(marker) and marker[0] + 1 < len(t) else 0
-        w[at] = decision_weight
+        w[decision_index(t)] = decision_weight
     return torch.from_numpy(np.concatenate(weights)).to(device)
+
+
+def decision_index(target) -> int:
+    """Where a reply's decision token is: the token after its first <tool_call> marker, or the
+    reply's first token when it has no marker (or the marker ends it)."""
+    marker = np.flatnonzero(np.asarray(target) == TOOL_CALL_ID)
+    return int(marker[0]) + 1 if len(marker) and marker[0] + 1 < len(target) else 0
 
 
 def weighted_reply_loss(logits: torch.Tensor, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -432,19 +437,24 @@ def plot_log(rows: list, path: str) -> None:
 
 
 @torch.no_grad()
-def evaluate(net, examples: list, batch_tokens: int, device) -> tuple[float, float]:
-    """Teacher-forced reply loss and token accuracy over `examples`."""
+def evaluate(net, examples: list, batch_tokens: int, device) -> tuple[float, float, float]:
+    """Teacher-forced reply loss and token accuracy over `examples`, and the share of examples whose
+    decision token (decision_index: [] or a call) the argmax gets right."""
     net.eval()
     lengths = np.array([sequence_length(e) for e in examples])
-    total_loss, total_correct, total = 0.0, 0, 0
+    total_loss, total_correct, total, decisions_right = 0.0, 0, 0, 0
     for indices in epoch_batches(lengths, batch_tokens, 0, 0):
         batch = make_batch(examples, indices, device)
         logits = net(batch["tokens"], batch["positions"])
         total_loss += F.cross_entropy(logits, batch["targets"], reduction="sum").item()
-        total_correct += int((logits.argmax(-1) == batch["targets"]).sum())
+        right = (logits.argmax(-1) == batch["targets"]).cpu().numpy()
+        total_correct += int(right.sum())
         total += batch["targets"].numel()
+        starts = np.cumsum([0] + [len(examples[k][1]) for k in indices[:-1]])
+        decisions_right += int(sum(right[start + decision_index(examples[k][1])]
+                                   for start, k in zip(starts, indices)))
     net.train()
-    return total_loss / total, total_correct / total
+    return total_loss / total, total_correct / total, decisions_right / len(examples)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,6 +466,9 @@ def parse_args(argv=None):
     ap.add_argument("--data", required=True, help="directory with train.jsonl (or a .jsonl file)")
     ap.add_argument("--eval", help="JSONL of held-out examples, evaluated at every checkpoint")
     ap.add_argument("--eval-examples", type=int, default=256, help="how many of them (default 256)")
+    ap.add_argument("--eval-also", action="append", metavar="FILE",
+                    help="another held-out JSONL evaluated at the same points (repeatable), printed but not "
+                         "logged: e.g. split C, whose decision share is how often [] wins")
     ap.add_argument("--tokenizer", help="SentencePiece model (needed unless the data is tokenised)")
     ap.add_argument("--geometry",
                     help="preset (tiny, small, base, d256l8, d256l6, d384l6, d192l8; default d256l6), JSON, "
@@ -591,10 +604,12 @@ def run(args) -> dict:
         say(f"{len(groups)} groups of {len(examples) / len(groups):.2f} examples: prefix {prefix_lengths.mean():.1f} "
             f"tokens, suffix {np.mean([x for s in suffix_lengths for x in s]):.1f}; {epoch_tokens:,} tokens run "
             f"instead of {lengths.sum():,} ungrouped ({lengths.sum() / epoch_tokens:.2f}x fewer)")
-    eval_examples = None
-    if args.eval:
-        eval_examples = load_examples(args.eval, args.tokenizer, os.path.join(args.out, "cache"))
-        eval_examples = [e for e in eval_examples if sequence_length(e) <= g.max_seq_len][:args.eval_examples]
+    def held_out(path: str) -> list:
+        loaded = load_examples(path, args.tokenizer, os.path.join(args.out, "cache"))
+        return [e for e in loaded if sequence_length(e) <= g.max_seq_len][:args.eval_examples]
+    eval_examples = held_out(args.eval) if args.eval else None
+    # --eval-also: (name, examples) of further held-out files, reported beside --eval but not logged
+    also = [(os.path.basename(path), held_out(path)) for path in args.eval_also or []]
     say(f"{len(examples)} examples ({lengths.sum():,} tokens, mean {lengths.mean():.1f}) loaded in "
         f"{time.perf_counter() - t0:.1f} s")
 
@@ -668,6 +683,18 @@ def run(args) -> dict:
             f"{state['elapsed'] / 60:.1f} min")
         window = {k: 0 if k != "loss" else 0.0 for k in window}
 
+    def evaluate_held_out():
+        """--eval into the last log row and the output; --eval-also into the output only."""
+        if not rows:
+            return
+        if eval_examples:
+            loss, accuracy, decision = evaluate(net, eval_examples, args.batch_tokens, device)
+            rows[-1]["eval_loss"], rows[-1]["eval_accuracy"] = f"{loss:.4f}", f"{accuracy:.4f}"
+            say(f"eval loss {loss:.4f} accuracy {accuracy:.4f} decision {decision:.4f}")
+        for name, examples_also in also:
+            loss, accuracy, decision = evaluate(net, examples_also, args.batch_tokens, device)
+            say(f"eval {name}: loss {loss:.4f} accuracy {accuracy:.4f} decision {decision:.4f}")
+
     def save():
         save_checkpoint(ckpt_path, net, opt, state, args)
         write_log(log_path, rows)
@@ -728,19 +755,13 @@ def run(args) -> dict:
         # Checkpoints fall on log rows, so a resumed run's log windows line up with the first run's.
         if rows and rows[-1]["step"] == state["step"] and \
                 time.perf_counter() - last_save >= args.checkpoint_minutes * 60:
-            if eval_examples and rows:
-                rows[-1]["eval_loss"], rows[-1]["eval_accuracy"] = (
-                    f"{v:.4f}" for v in evaluate(net, eval_examples, args.batch_tokens, device))
-                say(f"eval loss {rows[-1]['eval_loss']} accuracy {rows[-1]['eval_accuracy']}")
+            evaluate_held_out()
             save()
             last_save = time.perf_counter()
 
     if window["steps"]:  # the steps since the last row (a budget ended between rows)
         log_row(lr)
-    if eval_examples and rows:
-        rows[-1]["eval_loss"], rows[-1]["eval_accuracy"] = (
-            f"{v:.4f}" for v in evaluate(net, eval_examples, args.batch_tokens, device))
-        say(f"eval loss {rows[-1]['eval_loss']} accuracy {rows[-1]['eval_accuracy']}")
+    evaluate_held_out()
     save()
     say(f"done: {state['step']} steps, {state['tokens']:,} tokens in {state['elapsed'] / 60:.1f} min; "
         f"checkpoint {ckpt_path}")
