@@ -124,9 +124,10 @@ def compare(args) -> None:
             r["loss"] = loss.item()
         if (step + 1) % args.eval_every == 0 or step + 1 == args.steps:
             for r in runs:
-                eval_loss, eval_acc, _decision = train.evaluate(r["net"], held_out, args.batch_tokens, "cpu")
+                eval_loss, eval_acc, eval_decision = train.evaluate(r["net"], held_out, args.batch_tokens, "cpu")
                 print(json.dumps({"step": step + 1, "geometry": r["geometry"], "train_loss": round(r["loss"], 4),
                                   "eval_loss": round(eval_loss, 4), "eval_accuracy": round(eval_acc, 4),
+                                  "eval_decision": round(eval_decision, 4),
                                   "train_s": round(r["wall"]), "cpu_s": round(r["cpu"])}), flush=True)
 
 
