@@ -524,6 +524,36 @@ class HeldOut(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class BenchCompare(unittest.TestCase):
+    def test_examples_longer_than_max_seq_len_are_dropped_not_run(self):
+        import argparse
+        import contextlib
+        import io
+        import bench
+        tmp = tempfile.mkdtemp()
+        try:
+            data = write_copy_data(os.path.join(tmp, "train.jsonl"), 30, seed=1)
+            held = write_copy_data(os.path.join(tmp, "held.jsonl"), 6, seed=2)
+            limit = M.geometry_from("tiny").max_seq_len
+            long_prompt = [2] + [20] * limit  # with its reply, past tiny's max_seq_len
+            for path, count in ((data, 3), (held, 2)):
+                with open(path, "a") as f:
+                    for _ in range(count):
+                        f.write(json.dumps({"prompt_ids": long_prompt, "target_ids": [21, 1]}) + "\n")
+            args = argparse.Namespace(geometries=["tiny"], data=data, tokenizer=None, eval=held, steps=2,
+                                      eval_every=2, batch_tokens=1024, bits_map="embedding=4,mhc=4,default=2")
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                bench.compare(args)
+            self.assertIn(f"dropped 3 training and 2 held-out examples longer than max_seq_len {limit}",
+                          err.getvalue())
+            rows = [json.loads(line) for line in out.getvalue().splitlines()]
+            self.assertEqual([(r["step"], r["geometry"]) for r in rows], [(2, "tiny")])
+            self.assertTrue(np.isfinite(rows[0]["eval_loss"]))
+        finally:
+            shutil.rmtree(tmp)
+
+
 class Init(unittest.TestCase):
     def test_init_starts_a_new_run_from_another_runs_weights(self):
         tmp = tempfile.mkdtemp()

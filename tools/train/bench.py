@@ -16,6 +16,8 @@ With --data, the geometries instead train side by side on the same real batches 
 cosine over --steps, the train.py defaults otherwise), taking turns as above, and every --eval-every
 steps print their held-out reply loss and accuracy (--eval, first 128 examples) with the training
 time each has used: learning per step and per second, compared on an equally busy machine.
+Examples longer than the smallest max_seq_len of the geometries are dropped from both (as train.py
+drops them), with a line on stderr saying how many.
 
     /usr/bin/python3 tools/train/bench.py d256l8 d256l6 d384l6 d192l8 --data build/train/data \
         --tokenizer T.model --eval build/train/data/A.jsonl --steps 200 --eval-every 40
@@ -96,9 +98,19 @@ def compare(args) -> None:
     import sentencepiece as spm
     cache = os.path.join(os.path.abspath(args.data), "cache") if os.path.isdir(args.data) else None
     data = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
-    examples = train.load_examples(data, args.tokenizer, cache)
-    held_out = train.load_examples(args.eval, args.tokenizer, cache)[:128]
     vocab = spm.SentencePieceProcessor(model_file=args.tokenizer).get_piece_size() if args.tokenizer else None
+    # Every geometry trains on the same batches, so the shortest max_seq_len decides which examples
+    # fit (train.py drops the longer ones the same way).
+    longest = min(M.geometry_from(name, vocab).max_seq_len for name in args.geometries)
+    fits = lambda e: train.sequence_length(e) <= longest  # noqa: E731
+    loaded = train.load_examples(data, args.tokenizer, cache)
+    examples = [e for e in loaded if fits(e)]
+    held_loaded = train.load_examples(args.eval, args.tokenizer, cache)
+    held_out = [e for e in held_loaded if fits(e)][:128]
+    dropped = (len(loaded) - len(examples), len(held_loaded) - sum(map(fits, held_loaded)))
+    if any(dropped):
+        print(f"dropped {dropped[0]} training and {dropped[1]} held-out examples longer than max_seq_len {longest}",
+              file=sys.stderr, flush=True)
     batches = train.epoch_batches(np.array([train.sequence_length(e) for e in examples]),
                                   args.batch_tokens, 1, 0)
     settings = argparse.Namespace(**train.RUN_SETTINGS)
