@@ -68,3 +68,44 @@ for (const width of ['2', '3', '4', '1.58']) {
     });
   });
 }
+
+// Activations that are not finite (docs/numerics.md, quantizeBlockInt8): the block maximum skips NaN,
+// a NaN product rounds to 0, an infinite maximum makes every lane 0 and the scale infinite. The
+// engine's $quant_block must give the scalar rule's products bit for bit, NaN where it gives NaN, in
+// both kernels, and the next finite product must be unaffected.
+test('CQ 4-bit and 2-bit: NaN and infinite activations quantise as the scalar rule does', { skip }, async () => {
+  for (const width of ['4', '2']) {
+    const file = packed(width);
+    const bytes = fs.readFileSync(file);
+    const next = rng(43);
+    await withEngine({ threads: 2 }, 120000, async (engine) => {
+      await engine.load(file);
+      const rec = 2;  // layer 0's query projection
+      const m = cqRecord(bytes, rec);
+      const finite = () => Array.from({ length: m.cols }, () => Math.fround((next() - 0.5) * 4));
+      const cases = [
+        ['one NaN', (x) => { x[3] = NaN; }],
+        ['one +Infinity', (x) => { x[m.cols - 1] = Infinity; }],
+        ['NaN and -Infinity in two groups', (x) => { x[0] = NaN; x[m.cols - 1] = -Infinity; }],
+        ['all NaN', (x) => x.fill(NaN)],
+      ];
+      const limit = Math.min(m.rows, 96);
+      let nans = 0;
+      for (const general of [false, true]) {
+        await engine.call('generalKernels', { on: general });
+        for (const [name, spoil] of cases) {
+          const x = finite();
+          spoil(x);
+          const want = matvecA8(m, x, limit);
+          nans += want.filter(Number.isNaN).length;
+          const got = await engine.call('matvec', { record: rec, input: x });
+          assert.deepEqual(Array.from(got.subarray(0, limit)), want, `${width}-bit, ${name}, ${general ? 'general' : 'four-block'} kernel`);
+        }
+        const x = finite();
+        const got = await engine.call('matvec', { record: rec, input: x });
+        assert.deepEqual(Array.from(got.subarray(0, limit)), matvecA8(m, x, limit), `${width}-bit: a finite product after them`);
+      }
+      assert.ok(nans > 0, 'an infinite activation makes NaN products (the cases reach that path)');
+    });
+  }
+});
