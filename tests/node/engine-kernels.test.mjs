@@ -1,7 +1,8 @@
 // The CQ kernels per width (2-, 3-, 4-bit and ternary): the engine's SIMD products and row
 // dequantisation equal a scalar JavaScript re-implementation of docs/numerics.md bit for bit, on
 // archives packed at each width; the reference's matvec rung and logits agree exactly too, and the
-// batched prefill's products give the same logits.
+// batched prefill's products give the same logits; NaN and infinite activations quantise as the
+// scalar rule says.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
