@@ -526,6 +526,89 @@ class Twins(unittest.TestCase):
         self.assertLess(data.statistics(plain)["train"]["share_no_call"], 0.15)
 
 
+class Renamed(unittest.TestCase):
+    """data.py --rename: in a share of the perturbed training groups, a noun that a called family
+    tool's name shares with its requests is renamed, in the tool and in those requests."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)
+
+    def renamed_calls(self):
+        """(example, call, the family variant it was, the renamed singular, the new noun) for every call
+        of a family request whose tool is no family variant."""
+        variants = {v.name: v for f in F.FAMILIES for v in f.variants}
+        out = []
+        for ex in self.splits["train"]:
+            parts = ex["family"].split("+")
+            for k, call in enumerate(ex["calls"]):
+                if call["name"] in variants or parts[min(k, len(parts) - 1)] in ("invented", "chitchat"):
+                    continue
+                tool = by_name(ex)[call["name"]]
+                words = F.name_words(call["name"])
+                # the new noun: a word of the name, or its singular (lanterns, glasses, berries)
+                news = sorted(set(words) | {w[:-1] for w in words} | {w[:-2] for w in words}
+                              | {w[:-3] + "y" for w in words})
+                family = F.BY_NAME[parts[min(k, len(parts) - 1)]]
+                found = [(v, singular, new) for v in family.variants for singular in data.RENAME_NOUNS for new in news
+                         if {singular, data.RENAME_NOUNS[singular]} & set(F.name_words(v.name))
+                         and data.rename_identifier(v.name, singular, new) == call["name"]
+                         and [p.name for p in v.params] == list(tool["parameters"]["properties"])
+                         and tool["description"] in [data.rename_text(d, singular, new) for d in v.descs]
+                         and re.search(r"\b" + new, ex["query"], re.I)]
+                self.assertTrue(found, (ex["id"], call["name"], ex["query"]))
+                out.append((ex, call, *found[0]))
+        return out
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+
+    def test_a_renamed_tool_and_its_requests_share_the_new_noun_and_not_the_old(self):
+        renamed = self.renamed_calls()
+        self.assertGreater(len({ex["group"] for ex, *_ in renamed}), 0.05 * len(groups_of(self.splits["train"])))
+        for ex, call, variant, singular, new in renamed:
+            tool = by_name(ex)[call["name"]]
+            self.assertIsNone(data.noun_pattern(singular).search(ex["query"]), (ex["id"], ex["query"]))
+            # (renamed_calls found the variant with the tool's parameters and its description renamed)
+            for article, word in re.findall(r"\b(an?) (" + new + "|" + I.third_person(new) + r")\b", ex["query"], re.I):
+                self.assertEqual(article.lower(), "an" if word[0].lower() in "aeiou" else "a", ex["query"])
+            for other in ex["tools"]:
+                if other is not tool:
+                    self.assertNotIn(new, F.name_words(other["name"]), ex["id"])
+
+    def test_twins_of_renamed_groups_drop_the_renamed_tool(self):
+        groups = groups_of(self.splits["train"])
+        twins = 0
+        for before, group in zip(groups, groups[1:]):
+            asked = [ex["query"] for ex in before]
+            if any(ex["calls"] for ex in group) or not all(ex["query"] in asked for ex in group):
+                continue
+            called = {c["name"] for ex in before for c in ex["calls"]}
+            self.assertFalse({t["name"] for t in group[0]["tools"]} & called, group[0]["id"])
+            twins += 1
+        self.assertGreater(twins, 0.15 * len(groups))
+
+    def test_articles_cases_and_identifier_styles(self):
+        self.assertEqual(data.rename_text("Send an email, then an Email.", "email", "glass"),
+                         "Send a glass, then a Glass.")
+        self.assertEqual(data.rename_text("A timer and two timers", "timer", "owl"), "An owl and two owls")
+        self.assertEqual(data.rename_text("SMS Bo; timekeeper timer", "sms", "owl"), "OWL Bo; timekeeper timer")
+        for name, singular, want in [("set_timer", "timer", "set_glass"), ("createTimer", "timer", "createGlass"),
+                                     ("turn_on_lights", "light", "turn_on_glasses"),
+                                     ("addCalendarEvent", "event", "addCalendarGlass"),
+                                     ("smart_home.light", "light", "smart_home.glass"),
+                                     ("send_sms", "sms", "send_glass"), ("set_timer", "alarm", "set_timer")]:
+            self.assertEqual(data.rename_identifier(name, singular, "glass"), want)
+
+    def test_determinism_and_nothing_drawn_without_the_option(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)
+        self.assertEqual(again["train"], self.splits["train"])
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.0)
+        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3)["train"])
+        self.assertNotEqual(plain["train"], self.splits["train"])
+
+
 class Grouped(unittest.TestCase):
     """data.py --group: training examples in groups that share tools and system turn."""
 

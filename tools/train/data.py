@@ -16,6 +16,11 @@ system turn, with different requests (Generator.make_group); each line carries i
 "group" and a group's lines are consecutive. A, B and C are made as without it. --group 1 (the
 default) is the ungrouped data, byte for byte.
 
+With --perturb the training split is drawn again with perturbed phrasings, and with it --twins (groups
+followed by their [] twin), --perturb-invented (perturbed invented-tool frames) and --rename (a
+family tool's noun renamed in the tool and its requests): docs/training-data.md. Each is 0 by
+default and then draws nothing.
+
 The splits are checked before anything is written (check_splits); a failed check is an error.
 """
 
@@ -570,6 +575,58 @@ class Generator:
             return None
         return [dict(ex, tools=twin.tools, calls=[]) for ex in members]
 
+    def rename_group(self, members):
+        """Renames, in the group make_group just made (`members`), a noun that a called family tool's
+        name shares with every request that calls it: a new noun of the invented tools' training
+        vocabulary takes its place in the tool's name and descriptions and in those requests
+        ("set a pasta timer for an hour" with set_timer -> "set a pasta lantern for an hour" with
+        set_lantern; a pseudo-word three times in ten). The request's kind and slots stay, its key
+        word is one the model has not tied to a family, so only reading the tools connects them (docs/training-data.md, "Renamed
+        nouns"). The group's set (ToolSet: tools, used names, origins) follows, so a twin drawn
+        after it drops the renamed tool. False when no called family tool has such a noun (or the
+        noun is in an argument, or the new word is already in the prompt)."""
+        rng, group = self.rng, self.last_group
+        choices = []
+        for index, tool in enumerate(group.tools):
+            if group.kind_of(tool) != "family" or tool["name"] not in group.used:
+                continue
+            callers = [ex for ex in members if any(c["name"] == tool["name"] for c in ex["calls"])]
+            nouns = sorted({_RENAME_FORMS[w][0] for w in F.name_words(tool["name"]) if w in _RENAME_FORMS})
+            for singular in nouns:
+                pattern = noun_pattern(singular)
+                if all(pattern.search(ex["query"]) for ex in callers) and \
+                        not any(pattern.search(v) for ex in members for v in string_arguments([ex])):
+                    choices.append((index, tool, callers, singular))
+        if not choices:
+            return False
+        index, tool, callers, singular = pick(rng, choices)
+        # a noun of the training vocabulary, or a pseudo-word as often as invented tools take one
+        if rng.random() < 0.3:
+            new = I.pseudo_word(rng, W.PSEUDO_NOUN_ENDINGS)
+        else:
+            new = pick(rng, self.vocab[False].nouns)
+        seen = " ".join([ex["query"] for ex in members]
+                        + [w for t in group.tools for w in F.name_words(t["name"])]).lower()
+        if re.search(r"\b(" + new + "|" + I.third_person(new) + r")\b", seen):
+            return False
+        renamed = renamed_tool(tool, singular, new)
+        if renamed["name"] in {t["name"] for t in group.tools}:
+            return False
+        for ex in callers:
+            query = rename_text(ex["query"], singular, new)
+            # every copied string must still be in the request (check_example); a noun touching a
+            # value is skipped above, this guards the rest
+            if not all(v in query for v in string_arguments([ex])):
+                return False
+        for ex in callers:
+            ex["query"] = rename_text(ex["query"], singular, new)
+            ex["calls"] = [dict(c, name=renamed["name"]) if c["name"] == tool["name"] else c for c in ex["calls"]]
+        group.tools[index] = renamed
+        group.used.discard(tool["name"])
+        group.used.add(renamed["name"])
+        group.origins[renamed["name"]] = group.origins[tool["name"]]
+        return True
+
     def clause_for_set(self, group, kind, imperative=False, besides=None):
         """A clause of `kind` ("family" or "invented") that calls a tool of the set other than
         `besides`: one that no request of the group calls yet; else, when the set has no tool of the
@@ -620,6 +677,77 @@ class Generator:
         return None
 
 
+# The nouns of the families' tool names that a renamed group may rename (--rename), singular ->
+# plural (None: no plural form). Verbs (set, play, call ...) and words that are also parameter names or
+# values (text, number, time, mode, lock) are not in it: a renamed request stays a request.
+RENAME_NOUNS = {
+    "timer": "timers", "countdown": "countdowns", "alarm": "alarms", "reminder": "reminders",
+    "calendar": "calendars", "event": "events", "meeting": "meetings", "message": "messages", "sms": None,
+    "chat": "chats", "email": "emails", "mail": None, "phone": "phones", "direction": "directions",
+    "navigation": None, "route": "routes", "ride": "rides", "taxi": "taxis", "cab": "cabs", "car": "cars",
+    "forecast": "forecasts", "weather": None, "brightness": None, "light": "lights", "climate": None,
+    "hvac": None, "temperature": "temperatures", "thermostat": "thermostats", "door": "doors",
+    "music": None, "playlist": "playlists", "song": "songs", "genre": "genres", "audio": None,
+    "speaker": "speakers", "volume": None, "note": "notes", "grocery": "groceries", "shopping": None,
+    "list": "lists", "internet": None, "web": None, "measurement": "measurements", "unit": "units",
+    "currency": "currencies", "exchange": None, "money": None, "payment": "payments", "flight": "flights",
+    "reservation": "reservations", "restaurant": "restaurants", "table": "tables", "headline": "headlines",
+    "news": None, "notification": "notifications", "focus": None,
+}
+_RENAME_FORMS = {}  # a form (singular or plural) -> (singular, is plural)
+for _singular, _plural in RENAME_NOUNS.items():
+    _RENAME_FORMS[_singular] = (_singular, False)
+    if _plural:
+        _RENAME_FORMS[_plural] = (_singular, True)
+_IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+def styled(word, like):
+    """`word` in the letter case of `like` (Timer -> Lantern, SMS -> LANTERN, timer -> lantern)."""
+    if len(like) > 1 and like.isupper():
+        return word.upper()
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
+def noun_pattern(singular):
+    """Whole-word matches of a noun's singular and plural, any case; group 1 is an article "a" or
+    "an" right before it, group 2 the noun."""
+    forms = [singular] + ([RENAME_NOUNS[singular]] if RENAME_NOUNS[singular] else [])
+    return re.compile(r"\b(?:(an?) +)?(" + "|".join(forms) + r")\b", re.IGNORECASE)
+
+
+def rename_text(text, singular, new):
+    """`text` with every whole-word form of `singular` replaced by `new` (its plural for a plural),
+    in the same letter case, and an article before it agreeing ("an email" -> "a lantern")."""
+    def swap(m):
+        word = styled(I.third_person(new) if _RENAME_FORMS[m.group(2).lower()][1] else new, m.group(2))
+        if m.group(1) is None:
+            return word
+        article = "an" if word[:1].lower() in "aeiou" else "a"
+        return styled(article, m.group(1)) + " " + word
+    return noun_pattern(singular).sub(swap, text)
+
+
+def rename_identifier(name, singular, new):
+    """A tool name with the word `singular` (or its plural) replaced in its own style:
+    set_timer -> set_lantern, createTimer -> createLantern, smart_home.light -> smart_home.lantern."""
+    def swap(m):
+        form = _RENAME_FORMS.get(m.group(0).lower())
+        if form is None or form[0] != singular:
+            return m.group(0)
+        return styled(I.third_person(new) if form[1] else new, m.group(0))
+    return _IDENT_WORD.sub(swap, name)
+
+
+def renamed_tool(tool, singular, new):
+    """A copy of a tool definition with the noun renamed in its name and in every description."""
+    params = {k: dict(v, description=rename_text(v["description"], singular, new)) if "description" in v
+              else dict(v) for k, v in tool["parameters"]["properties"].items()}
+    return {"name": rename_identifier(tool["name"], singular, new),
+            "description": rename_text(tool["description"], singular, new),
+            "parameters": dict(tool["parameters"], properties=params)}
+
+
 def perturb_frame(rng, template, p_lead=0.4):
     """An invented tool's request frame ("{vp} with {plist}") with its words perturbed as a family
     template's are (slots.perturb_template: "with" may become any word, a word may be dropped or
@@ -637,23 +765,30 @@ def perturb_frame(rng, template, p_lead=0.4):
     return t
 
 
-def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0, perturb_invented=0.0):
+def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0, perturb_invented=0.0,
+                    rename=0.0):
     """The training split drawn again by a Generator with `perturb` (a stream of its own, from
     seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
     another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
     of split A or has a string argument that is one of split A's (the checks of check_splits).
     With twins > 0 that share of the groups is followed by its [] twin (Generator.twin_group), a
-    group of its own, filtered the same way."""
+    group of its own, filtered the same way. With rename > 0 that share of the groups has a noun of a
+    called family tool renamed, before its twin is drawn (Generator.rename_group); 0 draws nothing."""
     gen = Generator(seed + 1, perturb, perturb_invented)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
     a_values = {v for ex in reference["A"] for v in novel_values(ex)}
-    out, seen, rejected, groups, twinned = [], set(), Counter(), 0, 0
+    out, seen, rejected, groups, twinned, renamed = [], set(), Counter(), 0, 0, 0
     while len(out) < n_train:
         made = gen.make_group("train", min(group, n_train - len(out))) if group > 1 else [gen.make("train")]
         if made is None or made == [None]:
             rejected["unfillable"] += 1
             continue
+        if rename and group > 1 and gen.rng.random() < rename:
+            if gen.rename_group(made):
+                renamed += 1
+            else:
+                rejected["no noun to rename"] += 1
         batches = [made]
         if twins and group > 1 and gen.rng.random() < twins:
             twin = gen.twin_group(made)
@@ -686,7 +821,9 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
     if log:
         log(f"data: train drawn again with --perturb {perturb}" + (f" --twins {twins}" if twins else "") +
             (f" --perturb-invented {perturb_invented}" if perturb_invented else "") +
-            f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") + " "
+            (f" --rename {rename}" if rename else "") +
+            f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") +
+            (f" ({renamed} groups renamed)" if rename else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
     return out
 
@@ -695,7 +832,8 @@ def example_key(ex):
     return (ex["system"], ex["query"], tuple(t["name"] for t in ex["tools"]))
 
 
-def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, perturb_invented=0.0):
+def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, perturb_invented=0.0,
+             rename=0.0):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
     with its group's number in "group"; the other splits are made as with group 1.
@@ -703,12 +841,14 @@ def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, p
     With perturb > 0 the held-out splits are those of the same seed without it (so that models
     trained on either data are measured on the same requests), and the training split is drawn again
     with that share of perturbed phrasings (perturbed_train), and `twins` of its groups followed by
-    their [] twins, and `perturb_invented` of its invented tools' requests perturbed (perturb_frame)."""
+    their [] twins, and `perturb_invented` of its invented tools' requests perturbed (perturb_frame),
+    and `rename` of its groups with a family tool's noun renamed (Generator.rename_group)."""
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
     if perturb:
         splits = generate(seed, n_train, n_eval, log, group)
-        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins, perturb_invented)
+        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins, perturb_invented,
+                                          rename)
         problems = check_splits(splits)
         if problems:
             raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -1093,7 +1233,15 @@ def main(argv=None):
     ap.add_argument("--perturb-invented", type=float, default=0.0,
                     help="with --perturb: share of training requests for invented tools whose frame is "
                          "perturbed (docs/training-data.md, \"Perturbed frames\"; default 0: none)")
+    ap.add_argument("--rename", type=float, default=0.0,
+                    help="with --perturb and --group: share of training groups in which a noun that a called "
+                         "family tool's name shares with its requests is renamed to a new word, in the tool "
+                         "and the requests (docs/training-data.md, \"Renamed nouns\"; default 0: none)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.rename <= 1.0:
+        ap.error(f"--rename {args.rename}: must be from 0 to 1")
+    if args.rename and not (args.perturb and args.group > 1):
+        ap.error("--rename needs --perturb and --group (it is drawn with the perturbed training split)")
     if not 0.0 <= args.perturb_invented <= 1.0:
         ap.error(f"--perturb-invented {args.perturb_invented}: must be from 0 to 1")
     if args.perturb_invented and not args.perturb:
@@ -1112,7 +1260,7 @@ def main(argv=None):
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
         splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins,
-                          args.perturb_invented)
+                          args.perturb_invented, args.rename)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -1132,6 +1280,8 @@ def main(argv=None):
         info["twins"] = args.twins
     if args.perturb_invented:
         info["perturb_invented"] = args.perturb_invented
+    if args.rename:
+        info["rename"] = args.rename
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:
