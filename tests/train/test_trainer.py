@@ -554,6 +554,57 @@ class BenchCompare(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class Average(unittest.TestCase):
+    def checkpoint(self, seed, geometry="tiny"):
+        net = random_model(geometry, "embedding=4,mhc=4,default=2", seed=seed)
+        return {"model": net.state_dict(), "optimizer": {"state": {}}, "rng": {}, "geometry": json.loads(net.g.to_json()),
+                "bits_map": "embedding=4,mhc=4,default=2", "args": {"steps": 5}, "state": {"step": 5 + seed}}
+
+    def test_the_weighted_mean_of_two_runs_and_nothing_to_resume(self):
+        import average
+        a, b = self.checkpoint(1), self.checkpoint(2)
+        mean = average.average(a, b, 0.25)
+        for name, tb in b["model"].items():
+            if tb.is_floating_point():
+                self.assertTrue(torch.equal(mean["model"][name], 0.25 * tb + 0.75 * a["model"][name]), name)
+                self.assertFalse(torch.equal(mean["model"][name], tb), name)
+        self.assertEqual(mean["state"], b["state"])
+        self.assertNotIn("optimizer", mean)
+        for name, t in average.average(a, b, 0.0)["model"].items():
+            self.assertTrue(torch.equal(t, a["model"][name]), name)
+        # the averaged checkpoint loads as a model, and a run refuses to resume it
+        tmp = tempfile.mkdtemp()
+        try:
+            path = os.path.join(tmp, "avg", "checkpoint.pt")
+            for name, saved in (("a", a), ("b", b)):
+                torch.save(saved, os.path.join(tmp, f"{name}.pt"))
+            self.assertEqual(average.main([os.path.join(tmp, "a.pt"), os.path.join(tmp, "b.pt"), "--weight", "0.25",
+                                           "-o", path]), 0)
+            saved = torch.load(path, map_location="cpu")
+            self.assertEqual(saved["averaged"]["weight"], 0.25)
+            net = M.Needle2(M.Geometry.from_dict(saved["geometry"]), cq.BitsMap.parse(saved["bits_map"]))
+            net.load_state_dict(saved["model"])
+            data = write_copy_data(os.path.join(tmp, "train.jsonl"), 8, seed=1)
+            with self.assertRaises(SystemExit) as e:
+                train.run(train.parse_args(["--data", data, "--out", os.path.dirname(path), "--resume", "--steps", "1"]))
+            self.assertIn("an average of two runs", str(e.exception))
+        finally:
+            shutil.rmtree(tmp)
+
+    def test_different_models_are_refused(self):
+        import average
+        a = self.checkpoint(1)
+        with self.assertRaises(ValueError) as e:
+            average.average(a, self.checkpoint(2, geometry="small"), 0.5)
+        self.assertIn("geometry", str(e.exception))
+        b = self.checkpoint(2)
+        b["model"] = {k: v for k, v in b["model"].items() if k != "final_norm"}
+        with self.assertRaises(ValueError):
+            average.average(a, b, 0.5)
+        with self.assertRaises(ValueError):
+            average.average(a, self.checkpoint(2), 1.5)
+
+
 class Init(unittest.TestCase):
     def test_init_starts_a_new_run_from_another_runs_weights(self):
         tmp = tempfile.mkdtemp()

@@ -540,6 +540,9 @@ def run(args) -> dict:
         if not os.path.exists(ckpt_path):
             raise SystemExit(f"--resume: {ckpt_path} does not exist")
         resumed = torch.load(ckpt_path, map_location="cpu")
+        if "averaged" in resumed:
+            raise SystemExit(f"--resume: {ckpt_path} is an average of two runs (average.py), not a point a run "
+                             f"can resume from; start a new run from it with --init")
         for key in RUN_SETTINGS:
             given, kept = getattr(args, key), resumed["args"].get(key, RUN_SETTINGS[key])
             if given is not None and given != kept:
