@@ -392,6 +392,15 @@ def groups_of(examples):
     return list(out.values())
 
 
+def twin_pairs(groups):
+    """(group, its [] twin) for every group followed by a twin: the next group asks only requests of
+    it and answers all of them []."""
+    for before, group in zip(groups, groups[1:]):
+        asked = [ex["query"] for ex in before]
+        if not any(ex["calls"] for ex in group) and all(ex["query"] in asked for ex in group):
+            yield before, group
+
+
 def assert_held_out_unchanged(test, splits):
     """Splits A, B and C are those of the grouped data without options, and every split check passes."""
     for split in ("A", "B", "C"):
@@ -501,10 +510,7 @@ class Twins(unittest.TestCase):
         fam = family_of_tool()
         groups = groups_of(self.splits["train"])
         twins = 0
-        for before, group in zip(groups, groups[1:]):
-            asked = [ex["query"] for ex in before]
-            if any(ex["calls"] for ex in group) or not all(ex["query"] in asked for ex in group):
-                continue
+        for before, group in twin_pairs(groups):
             twins += 1
             called = {c["name"] for ex in before for c in ex["calls"]}
             self.assertTrue(called, group[0]["id"])
@@ -580,10 +586,7 @@ class Renamed(unittest.TestCase):
     def test_twins_of_renamed_groups_drop_the_renamed_tool(self):
         groups = groups_of(self.splits["train"])
         twins = 0
-        for before, group in zip(groups, groups[1:]):
-            asked = [ex["query"] for ex in before]
-            if any(ex["calls"] for ex in group) or not all(ex["query"] in asked for ex in group):
-                continue
+        for before, group in twin_pairs(groups):
             called = {c["name"] for ex in before for c in ex["calls"]}
             self.assertFalse({t["name"] for t in group[0]["tools"]} & called, group[0]["id"])
             twins += 1
