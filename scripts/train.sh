@@ -342,13 +342,19 @@ run_from twins "$checkpoint_p8" "$checkpoint_p8f2" \
   "$python" tools/train/train.py --data "$data_p8t" --tokenizer "$tokenizer" \
   "${twins_options[@]}" --eval "$data/A.jsonl" --out "$run_p8t"
 
+# pack_to WEIGHTS ARCHIVE: needle-pack with the recipe's bits map and tokenizer, written to ARCHIVE.tmp,
+# checked by needle-info (its report beside ARCHIVE) and only then moved to ARCHIVE.
+pack_to() {
+  "$bin/needle-pack" --safetensors "$1" --bits-map "$bits_map" --spm "$tokenizer" -o "$2.tmp"
+  "$bin/needle-info" "$2.tmp" > "${2%.cact}.info.txt"
+  mv "$2.tmp" "$2"
+}
+
 # The next run starts from the fifth model as it shipped: run-p8t's archive, whose dequantised
 # weights (train.py --init X.cact) are its CQ values, not the latent weights of its checkpoint.
 pack_p8t() {
   "$python" tools/train/export.py --checkpoint "$checkpoint_p8t" -o "$run_p8t/model.safetensors"
-  "$bin/needle-pack" --safetensors "$run_p8t/model.safetensors" --bits-map "$bits_map" --spm "$tokenizer" \
-    -o "$archive_p8t.tmp"
-  mv "$archive_p8t.tmp" "$archive_p8t"
+  pack_to "$run_p8t/model.safetensors" "$archive_p8t"
 }
 if [ -e "$checkpoint_p8f2" ]; then
   skipped twins-pack "$checkpoint_p8f2 (the run after it started from it)"
@@ -385,10 +391,8 @@ else
 fi
 
 pack() {
-  "$bin/needle-pack" --safetensors "$weights" --bits-map "$bits_map" --spm "$tokenizer" -o "$archive.tmp"
-  "$bin/needle-info" "$archive.tmp" > "$work/needle-info.txt"
-  sed -n 1,2p "$work/needle-info.txt"
-  mv "$archive.tmp" "$archive"
+  pack_to "$weights" "$archive"
+  sed -n 1,2p "${archive%.cact}.info.txt"
 }
 if up_to_date "$archive" "$weights" "$tokenizer" "$bin/needle-pack"; then
   skipped pack "$archive"

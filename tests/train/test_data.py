@@ -577,7 +577,7 @@ class Renamed(unittest.TestCase):
             tool = by_name(ex)[call["name"]]
             self.assertIsNone(data.noun_pattern(singular).search(ex["query"]), (ex["id"], ex["query"]))
             # (renamed_calls found the variant with the tool's parameters and its description renamed)
-            for article, word in re.findall(r"\b(an?) (" + new + "|" + I.third_person(new) + r")\b", ex["query"], re.I):
+            for article, word in re.findall(r"\b(an?) (" + new + "|" + data.plural(new) + r")\b", ex["query"], re.I):
                 self.assertEqual(article.lower(), "an" if word[0].lower() in "aeiou" else "a", ex["query"])
             for other in ex["tools"]:
                 if other is not tool:

@@ -9,8 +9,12 @@ norms needle-pack stores (2, 3, 4 bits and ternary); the FP16 rounding; the Wals
 against the FWHT butterfly; the engram hash test vector of the design page; Sinkhorn's columns; the
 batched forward's masks and padding; the batching, the data loader, and an exact resume.
 """
+import argparse
+import contextlib
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -498,9 +502,6 @@ def write_copy_data(path, n, seed):
 
 class HeldOut(unittest.TestCase):
     def test_eval_is_logged_and_eval_also_printed_with_the_decision_share(self):
-        import contextlib
-        import io
-        import re
         tmp = tempfile.mkdtemp()
         try:
             data = write_copy_data(os.path.join(tmp, "train.jsonl"), 40, seed=1)
@@ -526,9 +527,6 @@ class HeldOut(unittest.TestCase):
 
 class BenchCompare(unittest.TestCase):
     def test_examples_longer_than_max_seq_len_are_dropped_not_run(self):
-        import argparse
-        import contextlib
-        import io
         import bench
         tmp = tempfile.mkdtemp()
         try:

@@ -106,8 +106,9 @@ def compare(args) -> None:
     loaded = train.load_examples(data, args.tokenizer, cache)
     examples = [e for e in loaded if fits(e)]
     held_loaded = train.load_examples(args.eval, args.tokenizer, cache)
-    held_out = [e for e in held_loaded if fits(e)][:128]
-    dropped = (len(loaded) - len(examples), len(held_loaded) - sum(map(fits, held_loaded)))
+    held_fit = [e for e in held_loaded if fits(e)]
+    held_out = held_fit[:128]
+    dropped = (len(loaded) - len(examples), len(held_loaded) - len(held_fit))
     if any(dropped):
         print(f"dropped {dropped[0]} training and {dropped[1]} held-out examples longer than max_seq_len {longest}",
               file=sys.stderr, flush=True)

@@ -581,11 +581,12 @@ class Generator:
         vocabulary takes its place in the tool's name and descriptions and in those requests
         ("set a pasta timer for an hour" with set_timer -> "set a pasta lantern for an hour" with
         set_lantern; a pseudo-word three times in ten). The request's kind and slots stay, its key
-        word is one the model has not tied to a family, so only reading the tools connects them (docs/training-data.md, "Renamed
-        nouns"). The group's set (ToolSet: tools, used names, origins) follows, so a twin drawn
+        word is one the model has not tied to a family, so only reading the tools connects them
+        (docs/training-data.md, "Renamed nouns"). The group's set (ToolSet: tools, used names, origins) follows, so a twin drawn
         after it drops the renamed tool. False when no called family tool has such a noun (or the
         noun is in an argument, or the new word is already in the prompt)."""
         rng, group = self.rng, self.last_group
+        arguments = string_arguments(members)
         choices = []
         for index, tool in enumerate(group.tools):
             if group.kind_of(tool) != "family" or tool["name"] not in group.used:
@@ -595,7 +596,7 @@ class Generator:
             for singular in nouns:
                 pattern = noun_pattern(singular)
                 if all(pattern.search(ex["query"]) for ex in callers) and \
-                        not any(pattern.search(v) for ex in members for v in string_arguments([ex])):
+                        not any(pattern.search(v) for v in arguments):
                     choices.append((index, tool, callers, singular))
         if not choices:
             return False
@@ -607,19 +608,18 @@ class Generator:
             new = pick(rng, self.vocab[False].nouns)
         seen = " ".join([ex["query"] for ex in members]
                         + [w for t in group.tools for w in F.name_words(t["name"])]).lower()
-        if re.search(r"\b(" + new + "|" + I.third_person(new) + r")\b", seen):
+        if re.search(r"\b(" + new + "|" + plural(new) + r")\b", seen):
             return False
         renamed = renamed_tool(tool, singular, new)
         if renamed["name"] in {t["name"] for t in group.tools}:
             return False
-        for ex in callers:
-            query = rename_text(ex["query"], singular, new)
-            # every copied string must still be in the request (check_example); a noun touching a
-            # value is skipped above, this guards the rest
-            if not all(v in query for v in string_arguments([ex])):
-                return False
-        for ex in callers:
-            ex["query"] = rename_text(ex["query"], singular, new)
+        queries = [rename_text(ex["query"], singular, new) for ex in callers]
+        # every copied string must still be in its request (check_example); a noun touching a value is
+        # skipped above, this guards the rest
+        if not all(v in query for ex, query in zip(callers, queries) for v in string_arguments([ex])):
+            return False
+        for ex, query in zip(callers, queries):
+            ex["query"] = query
             ex["calls"] = [dict(c, name=renamed["name"]) if c["name"] == tool["name"] else c for c in ex["calls"]]
         group.tools[index] = renamed
         group.used.discard(tool["name"])
@@ -699,7 +699,8 @@ for _singular, _plural in RENAME_NOUNS.items():
     _RENAME_FORMS[_singular] = (_singular, False)
     if _plural:
         _RENAME_FORMS[_plural] = (_singular, True)
-_IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")  # a word of an identifier, in place
+plural = I.third_person  # the same spelling rule: lantern -> lanterns, glass -> glasses, berry -> berries
 
 
 def styled(word, like):
@@ -720,7 +721,7 @@ def rename_text(text, singular, new):
     """`text` with every whole-word form of `singular` replaced by `new` (its plural for a plural),
     in the same letter case, and an article before it agreeing ("an email" -> "a lantern")."""
     def swap(m):
-        word = styled(I.third_person(new) if _RENAME_FORMS[m.group(2).lower()][1] else new, m.group(2))
+        word = styled(plural(new) if _RENAME_FORMS[m.group(2).lower()][1] else new, m.group(2))
         if m.group(1) is None:
             return word
         article = "an" if word[:1].lower() in "aeiou" else "a"
@@ -735,7 +736,7 @@ def rename_identifier(name, singular, new):
         form = _RENAME_FORMS.get(m.group(0).lower())
         if form is None or form[0] != singular:
             return m.group(0)
-        return styled(I.third_person(new) if form[1] else new, m.group(0))
+        return styled(plural(new) if form[1] else new, m.group(0))
     return _IDENT_WORD.sub(swap, name)
 
 
