@@ -32,6 +32,7 @@ import invented as I  # noqa: E402
 import render  # noqa: E402
 import schema  # noqa: E402
 import slots  # noqa: E402
+import smalltalk  # noqa: E402
 import tokenizer  # noqa: E402
 import wordlists as W  # noqa: E402
 
@@ -609,6 +610,55 @@ class Renamed(unittest.TestCase):
         self.assertEqual(again["train"], self.splits["train"])
         plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.0)
         self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3)["train"])
+        self.assertNotEqual(plain["train"], self.splits["train"])
+
+
+class SmallTalk(unittest.TestCase):
+    """data.py --small-talk: a larger share of the perturbed training split's [] requests is small
+    talk, most of it composed (smalltalk.compose); nothing drawn without the option."""
+
+    # The frames of the held-out lines (wordlists.CHITCHAT, split C): no composed line may use one.
+    HELD_FRAMES = ["who made you", "do you like", "what do you think about", "that's all", "cheers",
+                   "robot", "feelings", "dream", "mate"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, small_talk=0.4)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+
+    def test_small_talk_is_a_larger_share_and_mostly_new_lines(self):
+        def chitchat(splits):
+            return [ex for ex in splits["train"] if ex["family"] == "chitchat"]
+        plain = chitchat(data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2))
+        talk = chitchat(self.splits)
+        self.assertGreater(len(talk), 2 * len(plain))
+        self.assertTrue(all(ex["calls"] == [] for ex in talk))
+        fixed = {line.lower() for line in data.CHITCHAT_TRAIN}
+        composed = {ex["query"] for ex in talk if not any(line in ex["query"].lower() for line in fixed)}
+        self.assertGreater(len(composed), 0.5 * len(talk))
+
+    def test_composed_lines_vary_and_keep_out_of_the_held_out_lines(self):
+        for line in data.CHITCHAT_HELD:  # the frames cover every held-out line
+            self.assertTrue(any(f in line.lower() for f in self.HELD_FRAMES), line)
+        rng = random.Random(11)
+        lines = [smalltalk.compose(rng) for _ in range(20000)]
+        self.assertGreater(len(set(lines)), 10000)
+        for line in set(lines):
+            self.assertFalse([f for f in self.HELD_FRAMES if f in line.lower()], line)
+            self.assertIsNone(re.search(r"[0-9]", line), line)  # nothing a tool could take as a value
+            self.assertIsNone(data.HELD_FRAGMENT_RE.search(line.lower()), line)
+
+    def test_determinism_and_nothing_drawn_without_the_option(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, small_talk=0.4)
+        self.assertEqual(again["train"], self.splits["train"])
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, small_talk=0.0)
+        fixed = {line.lower() for line in data.CHITCHAT_TRAIN}
+        for ex in plain["train"]:
+            if ex["family"] == "chitchat":
+                self.assertTrue(any(line in ex["query"].lower() for line in fixed), ex["query"])
         self.assertNotEqual(plain["train"], self.splits["train"])
 
 

@@ -17,8 +17,9 @@ system turn, with different requests (Generator.make_group); each line carries i
 default) is the ungrouped data, byte for byte.
 
 With --perturb the training split is drawn again with perturbed phrasings, and with it --twins (groups
-followed by their [] twin), --perturb-invented (perturbed invented-tool frames) and --rename (a
-family tool's noun renamed in the tool and its requests): docs/training-data.md. Each is 0 by
+followed by their [] twin), --perturb-invented (perturbed invented-tool frames), --rename (a
+family tool's noun renamed in the tool and its requests) and --small-talk (composed small talk among
+the [] requests): docs/training-data.md. Each is 0 by
 default and then draws nothing.
 
 The splits are checked before anything is written (check_splits); a failed check is an error.
@@ -37,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import families as F  # noqa: E402
 import invented as I  # noqa: E402
+import smalltalk  # noqa: E402
 import wordlists as W  # noqa: E402
 from render import tools_json  # noqa: E402
 from schema import check_tool, validate_call  # noqa: E402
@@ -220,7 +222,7 @@ class ToolSet:
 class Generator:
     """Makes examples; all randomness comes from one random.Random(seed)."""
 
-    def __init__(self, seed, perturb=0.0, perturb_invented=0.0):
+    def __init__(self, seed, perturb=0.0, perturb_invented=0.0, small_talk=0.0):
         self.rng = random.Random(seed)
         self.vocab = {False: I.Vocab(False), True: I.Vocab(True)}
         # The share of training family clauses whose template words are perturbed (--perturb;
@@ -230,6 +232,9 @@ class Generator:
         # The same for the invented tools' request frames (--perturb-invented; perturb_frame), 0 again
         # drawing nothing.
         self.perturb_invented = perturb_invented
+        # The share of the training split's [] requests that are small talk, three in four of them
+        # composed (--small-talk; smalltalk.compose); 0 keeps the fixed list's 15% and draws nothing.
+        self.small_talk = small_talk
         self.split_now = None  # the split make() / make_group() is drawing for
 
     # clauses
@@ -268,7 +273,10 @@ class Generator:
         return t, values, args
 
     def chitchat_clause(self, held):
-        text = pick(self.rng, CHITCHAT_HELD if held else CHITCHAT_TRAIN)
+        if self.small_talk and self.split_now == "train" and self.rng.random() < 0.75:
+            text = smalltalk.compose(self.rng)
+        else:
+            text = pick(self.rng, CHITCHAT_HELD if held else CHITCHAT_TRAIN)
         return Clause("chitchat", None, ("chitchat",), Template(text, "other", "chitchat", held), {}, None)
 
     # text
@@ -406,7 +414,8 @@ class Generator:
         if split == "train":
             shape = "two" if r < 0.05 else "none" if r < 0.15 else "one"
             kinds = ("invented", "family") if shape != "none" else ("family", "invented", "chitchat")
-            weights = (33, 67) if shape != "none" else (60, 25, 15)
+            weights = (33, 67) if shape != "none" else (60, 25, 15) if not self.small_talk else \
+                ((1 - self.small_talk) * 60 / 85, (1 - self.small_talk) * 25 / 85, self.small_talk)
         elif split == "A":
             shape = "two" if r < 0.08 else "one"
             kinds, weights = ("invented", "family"), (20, 80)
@@ -767,15 +776,16 @@ def perturb_frame(rng, template, p_lead=0.4):
 
 
 def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0, perturb_invented=0.0,
-                    rename=0.0):
+                    rename=0.0, small_talk=0.0):
     """The training split drawn again by a Generator with `perturb` (a stream of its own, from
     seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
     another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
     of split A or has a string argument that is one of split A's (the checks of check_splits).
     With twins > 0 that share of the groups is followed by its [] twin (Generator.twin_group), a
     group of its own, filtered the same way. With rename > 0 that share of the groups has a noun of a
-    called family tool renamed, before its twin is drawn (Generator.rename_group); 0 draws nothing."""
-    gen = Generator(seed + 1, perturb, perturb_invented)
+    called family tool renamed, before its twin is drawn (Generator.rename_group); 0 draws nothing.
+    With small_talk > 0 that share of the [] requests is small talk (Generator.small_talk)."""
+    gen = Generator(seed + 1, perturb, perturb_invented, small_talk)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
     a_values = {v for ex in reference["A"] for v in novel_values(ex)}
@@ -823,6 +833,7 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
         log(f"data: train drawn again with --perturb {perturb}" + (f" --twins {twins}" if twins else "") +
             (f" --perturb-invented {perturb_invented}" if perturb_invented else "") +
             (f" --rename {rename}" if rename else "") +
+            (f" --small-talk {small_talk}" if small_talk else "") +
             f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") +
             (f" ({renamed} groups renamed)" if rename else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
@@ -834,7 +845,7 @@ def example_key(ex):
 
 
 def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, perturb_invented=0.0,
-             rename=0.0):
+             rename=0.0, small_talk=0.0):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
     with its group's number in "group"; the other splits are made as with group 1.
@@ -843,13 +854,14 @@ def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, p
     trained on either data are measured on the same requests), and the training split is drawn again
     with that share of perturbed phrasings (perturbed_train), and `twins` of its groups followed by
     their [] twins, and `perturb_invented` of its invented tools' requests perturbed (perturb_frame),
-    and `rename` of its groups with a family tool's noun renamed (Generator.rename_group)."""
+    and `rename` of its groups with a family tool's noun renamed (Generator.rename_group), and
+    `small_talk` of its [] requests small talk, mostly composed (smalltalk.compose)."""
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
     if perturb:
         splits = generate(seed, n_train, n_eval, log, group)
         splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins, perturb_invented,
-                                          rename)
+                                          rename, small_talk)
         problems = check_splits(splits)
         if problems:
             raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -1238,7 +1250,15 @@ def main(argv=None):
                     help="with --perturb and --group: share of training groups in which a noun that a called "
                          "family tool's name shares with its requests is renamed to a new word, in the tool "
                          "and the requests (docs/training-data.md, \"Renamed nouns\"; default 0: none)")
+    ap.add_argument("--small-talk", type=float, default=0.0,
+                    help="with --perturb: share of the training split's [] requests that are small talk, "
+                         "three in four composed (docs/training-data.md, \"Composed small talk\"; default "
+                         "0: 15%% of them, from a fixed list)")
     args = ap.parse_args(argv)
+    if not 0.0 <= args.small_talk <= 1.0:
+        ap.error(f"--small-talk {args.small_talk}: must be from 0 to 1")
+    if args.small_talk and not args.perturb:
+        ap.error("--small-talk needs --perturb (it is drawn with the perturbed training split)")
     if not 0.0 <= args.rename <= 1.0:
         ap.error(f"--rename {args.rename}: must be from 0 to 1")
     if args.rename and not (args.perturb and args.group > 1):
@@ -1261,7 +1281,7 @@ def main(argv=None):
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
         splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins,
-                          args.perturb_invented, args.rename)
+                          args.perturb_invented, args.rename, args.small_talk)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -1283,6 +1303,8 @@ def main(argv=None):
         info["perturb_invented"] = args.perturb_invented
     if args.rename:
         info["rename"] = args.rename
+    if args.small_talk:
+        info["small_talk"] = args.small_talk
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:
