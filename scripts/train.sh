@@ -36,15 +36,21 @@
 #              (a family tool's noun renamed in the tool and its requests)     -> build/train/data-p8r/
 #   renamed    a new run from run-p8f2's weights on data-p8r: --lr 4e-4 --min-lr 4e-5 --warmup 30
 #              --steps 2100 --seed 11                                          -> build/train/run-p8r/
-#   average    tools/train/average.py: the mean of run-p8f2's and run-p8r's weights (--weight 0.5);
-#              the shipped model                                               -> build/train/run-avg/
+#   average    tools/train/average.py: the mean of run-p8f2's and run-p8r's weights (--weight 0.5)
+#              (the model shipped on 2026-12-02)                        -> build/train/run-avg/
+#   data-p8s   data.py as above with --perturb 0.8 --twins 0.2 --perturb-invented 0.8 --rename 0.4
+#              --small-talk 0.4 (composed small talk among the [] requests)    -> build/train/data-p8s/
+#   talk       a new run from run-avg's weights on data-p8s: --lr 3e-4 --min-lr 3e-5 --warmup 30
+#              --steps 2000 --seed 13                                          -> build/train/run-p8s/
+#   average2   average.py: the mean of run-avg's and run-p8s's weights (--weight 0.5); the shipped
+#              model                                                           -> build/train/run-avg2/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
 #              other data stops with a message instead of being resumed.
 #   link       build/train/checkpoint.pt, a link to the last run's checkpoint: the shipped model in
 #              float, which npm run eval and decode.py read by default
-#   export     tools/train/export.py                                           -> build/train/run-avg/model.safetensors
+#   export     tools/train/export.py                                           -> build/train/run-avg2/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -72,8 +78,8 @@ tokens=${NEEDLE_TRAIN_TOKENS:-7000000}
 minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
 # the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
-# NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS and
-# NEEDLE_TRAIN_RENAMED_STEPS for a quick trial of the script)
+# NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
+# NEEDLE_TRAIN_RENAMED_STEPS and NEEDLE_TRAIN_TALK_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -90,6 +96,8 @@ frames_steps=${NEEDLE_TRAIN_FRAMES_STEPS:-2400}
 frames_options=(--lr 6e-4 --min-lr 6e-5 --warmup 30 --steps "$frames_steps" --seed 9)
 renamed_steps=${NEEDLE_TRAIN_RENAMED_STEPS:-2100}
 renamed_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$renamed_steps" --seed 11)
+talk_steps=${NEEDLE_TRAIN_TALK_STEPS:-2000}
+talk_options=(--lr 3e-4 --min-lr 3e-5 --warmup 30 --steps "$talk_steps" --seed 13)
 
 install=0
 train_options=()
@@ -122,8 +130,13 @@ run_p8r="$work/run-p8r"
 checkpoint_p8r="$run_p8r/checkpoint.pt"
 run_avg="$work/run-avg"
 checkpoint_avg="$run_avg/checkpoint.pt"
+data_p8s="$work/data-p8s"
+run_p8s="$work/run-p8s"
+checkpoint_p8s="$run_p8s/checkpoint.pt"
+run_avg2="$work/run-avg2"
+checkpoint_avg2="$run_avg2/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_avg"
+final_run="$run_avg2"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -178,9 +191,9 @@ bin="$build/bin"
 # were last made or confirmed), unless a checkpoint was trained on them: the trained model decides
 # what its data is. They are made into a new directory first: when the result has the same bytes as
 # what is there, the old files are kept with their times, so that an edit that does not change the
-# output does not make the tokenizer and the checkpoint look stale. PYTHONHASHSEED is fixed because
-# data.py's output depends on Python's string hashing (set iteration order): without it, two runs
-# with the same --seed give different bytes.
+# output does not make the tokenizer and the checkpoint look stale. PYTHONHASHSEED is fixed, although
+# data.py's output no longer depends on Python's string hashing (set iteration order; test_data.py
+# checks two hash seeds).
 export PYTHONHASHSEED=0
 
 # keep_or_replace NEW OLD FILE...: OLD stays when every FILE is the same in NEW and OLD; else NEW
@@ -205,7 +218,7 @@ keep_or_replace() {
 }
 
 data_code=(tools/train/data.py tools/train/families.py tools/train/slots.py tools/train/invented.py
-           tools/train/wordlists.py tools/train/schema.py tools/train/render.py)
+           tools/train/wordlists.py tools/train/smalltalk.py tools/train/schema.py tools/train/render.py)
 # make_data DIR STAMP [data.py options]: data.py with the recipe's seed, sizes and groups (and the
 # options) into DIR.new, then kept or replaced as DIR; STAMP touched.
 make_data() {
@@ -378,6 +391,19 @@ if up_to_date "$checkpoint_avg" "$checkpoint_p8f2" "$checkpoint_p8r" tools/train
   skipped average "$checkpoint_avg"
 else
   stage average "$python" tools/train/average.py "$checkpoint_p8f2" "$checkpoint_p8r" --weight 0.5 -o "$checkpoint_avg"
+fi
+perturbed_data data-p8s "$data_p8s" "$run_p8s" --perturb "$perturb2" --twins 0.2 --perturb-invented 0.8 \
+  --rename 0.4 --small-talk 0.4
+run_from talk "$checkpoint_avg" "" \
+  "$python" tools/train/train.py --data "$data_p8s" --tokenizer "$tokenizer" \
+  "${talk_options[@]}" --eval "$data/A.jsonl" --out "$run_p8s"
+# The talk run answers [] to most small talk and to half of split C, and to more of A and B than it
+# should; the mean of its weights and those it started from keeps most of the first and little of
+# the second (docs/training-data.md, "Composed small talk").
+if up_to_date "$checkpoint_avg2" "$checkpoint_avg" "$checkpoint_p8s" tools/train/average.py; then
+  skipped average2 "$checkpoint_avg2"
+else
+  stage average2 "$python" tools/train/average.py "$checkpoint_avg" "$checkpoint_p8s" --weight 0.5 -o "$checkpoint_avg2"
 fi
 
 # --- link, export, pack --------------------------------------------------------------------------
