@@ -19,8 +19,7 @@ default) is the ungrouped data, byte for byte.
 With --perturb the training split is drawn again with perturbed phrasings, and with it --twins (groups
 followed by their [] twin), --perturb-invented (perturbed invented-tool frames), --rename (a
 family tool's noun renamed in the tool and its requests) and --small-talk (composed small talk among
-the [] requests): docs/training-data.md. Each is 0 by
-default and then draws nothing.
+the [] requests): docs/training-data.md. Each is 0 by default and then draws nothing.
 
 The splits are checked before anything is written (check_splits); a failed check is an error.
 """
@@ -232,9 +231,12 @@ class Generator:
         # The same for the invented tools' request frames (--perturb-invented; perturb_frame), 0 again
         # drawing nothing.
         self.perturb_invented = perturb_invented
-        # The share of the training split's [] requests that are small talk, three in four of them
-        # composed (--small-talk; smalltalk.compose); 0 keeps the fixed list's 15% and draws nothing.
+        # The share of the training split's [] requests that are small talk, smalltalk.COMPOSED of
+        # them composed (--small-talk; smalltalk.compose); 0 keeps the fixed list's 15% and draws
+        # nothing. The [] requests' kinds (family, invented, chitchat) are drawn with these weights.
         self.small_talk = small_talk
+        self.none_weights = (60, 25, 15) if not small_talk else \
+            ((1 - small_talk) * 60 / 85, (1 - small_talk) * 25 / 85, small_talk)
         self.split_now = None  # the split make() / make_group() is drawing for
 
     # clauses
@@ -273,7 +275,7 @@ class Generator:
         return t, values, args
 
     def chitchat_clause(self, held):
-        if self.small_talk and self.split_now == "train" and self.rng.random() < 0.75:
+        if self.small_talk and self.split_now == "train" and self.rng.random() < smalltalk.COMPOSED:
             text = smalltalk.compose(self.rng)
         else:
             text = pick(self.rng, CHITCHAT_HELD if held else CHITCHAT_TRAIN)
@@ -414,8 +416,7 @@ class Generator:
         if split == "train":
             shape = "two" if r < 0.05 else "none" if r < 0.15 else "one"
             kinds = ("invented", "family") if shape != "none" else ("family", "invented", "chitchat")
-            weights = (33, 67) if shape != "none" else (60, 25, 15) if not self.small_talk else \
-                ((1 - self.small_talk) * 60 / 85, (1 - self.small_talk) * 25 / 85, self.small_talk)
+            weights = (33, 67) if shape != "none" else self.none_weights
         elif split == "A":
             shape = "two" if r < 0.08 else "one"
             kinds, weights = ("invented", "family"), (20, 80)

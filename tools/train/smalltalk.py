@@ -15,6 +15,8 @@ composed line contains one of them.
 
 from slots import pick, weighted
 
+COMPOSED = 0.75  # the share of data.py --small-talk's lines that compose() makes (the rest: the fixed list)
+
 GREETINGS = ["hi", "hey", "hello", "good morning", "good afternoon", "good evening", "morning", "hiya",
              "howdy", "yo", "hey hey", "greetings", "hi again", "hello again", "hola", "salut", "ciao",
              "guten Tag", "olá", "bonjour"]
