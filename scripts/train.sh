@@ -384,14 +384,19 @@ perturbed_data data-p8r "$data_p8r" "$run_p8r" --perturb "$perturb2" --twins 0.2
 run_from renamed "$checkpoint_p8f2" "" \
   "$python" tools/train/train.py --data "$data_p8r" --tokenizer "$tokenizer" \
   "${renamed_options[@]}" --eval "$data/A.jsonl" --out "$run_p8r"
+# average_of NAME A B OUT: the stage NAME, the mean of checkpoints A and B (average.py --weight 0.5)
+# as OUT; skipped when OUT is newer than both and average.py.
+average_of() {
+  if up_to_date "$4" "$2" "$3" tools/train/average.py; then
+    skipped "$1" "$4"
+  else
+    stage "$1" "$python" tools/train/average.py "$2" "$3" --weight 0.5 -o "$4"
+  fi
+}
 # The renamed run answers [] more often than it should (lights requests against set_light); the mean
 # of its weights and those it started from keeps most of what it learned about [] and loses that
 # (docs/training-data.md, "Renamed nouns").
-if up_to_date "$checkpoint_avg" "$checkpoint_p8f2" "$checkpoint_p8r" tools/train/average.py; then
-  skipped average "$checkpoint_avg"
-else
-  stage average "$python" tools/train/average.py "$checkpoint_p8f2" "$checkpoint_p8r" --weight 0.5 -o "$checkpoint_avg"
-fi
+average_of average "$checkpoint_p8f2" "$checkpoint_p8r" "$checkpoint_avg"
 perturbed_data data-p8s "$data_p8s" "$run_p8s" --perturb "$perturb2" --twins 0.2 --perturb-invented 0.8 \
   --rename 0.4 --small-talk 0.4
 run_from talk "$checkpoint_avg" "" \
@@ -400,11 +405,7 @@ run_from talk "$checkpoint_avg" "" \
 # The talk run answers [] to most small talk and to half of split C, and to more of A and B than it
 # should; the mean of its weights and those it started from keeps most of the first and little of
 # the second (docs/training-data.md, "Composed small talk").
-if up_to_date "$checkpoint_avg2" "$checkpoint_avg" "$checkpoint_p8s" tools/train/average.py; then
-  skipped average2 "$checkpoint_avg2"
-else
-  stage average2 "$python" tools/train/average.py "$checkpoint_avg" "$checkpoint_p8s" --weight 0.5 -o "$checkpoint_avg2"
-fi
+average_of average2 "$checkpoint_avg" "$checkpoint_p8s" "$checkpoint_avg2"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
