@@ -624,20 +624,26 @@ class SmallTalk(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, small_talk=0.4)
+        cls.plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, small_talk=0.0)
+
+    @staticmethod
+    def chitchat(splits):
+        return [ex for ex in splits["train"] if ex["family"] == "chitchat"]
+
+    @staticmethod
+    def from_fixed_list(query):
+        """The query holds a line of the fixed training list (with a polite opening, perhaps)."""
+        return any(line.lower() in query.lower() for line in data.CHITCHAT_TRAIN)
 
     def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
         assert_held_out_unchanged(self, self.splits)
         assert_calls_copy_from_requests(self, self.splits["train"])
 
     def test_small_talk_is_a_larger_share_and_mostly_new_lines(self):
-        def chitchat(splits):
-            return [ex for ex in splits["train"] if ex["family"] == "chitchat"]
-        plain = chitchat(data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2))
-        talk = chitchat(self.splits)
-        self.assertGreater(len(talk), 2 * len(plain))
+        talk = self.chitchat(self.splits)
+        self.assertGreater(len(talk), 2 * len(self.chitchat(self.plain)))
         self.assertTrue(all(ex["calls"] == [] for ex in talk))
-        fixed = {line.lower() for line in data.CHITCHAT_TRAIN}
-        composed = {ex["query"] for ex in talk if not any(line in ex["query"].lower() for line in fixed)}
+        composed = {ex["query"] for ex in talk if not self.from_fixed_list(ex["query"])}
         self.assertGreater(len(composed), 0.5 * len(talk))
 
     def test_composed_lines_vary_and_keep_out_of_the_held_out_lines(self):
@@ -654,12 +660,9 @@ class SmallTalk(unittest.TestCase):
     def test_determinism_and_nothing_drawn_without_the_option(self):
         again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, small_talk=0.4)
         self.assertEqual(again["train"], self.splits["train"])
-        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, small_talk=0.0)
-        fixed = {line.lower() for line in data.CHITCHAT_TRAIN}
-        for ex in plain["train"]:
-            if ex["family"] == "chitchat":
-                self.assertTrue(any(line in ex["query"].lower() for line in fixed), ex["query"])
-        self.assertNotEqual(plain["train"], self.splits["train"])
+        for ex in self.chitchat(self.plain):
+            self.assertTrue(self.from_fixed_list(ex["query"]), ex["query"])
+        self.assertNotEqual(self.plain["train"], self.splits["train"])
 
 
 class Grouped(unittest.TestCase):
