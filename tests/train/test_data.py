@@ -542,8 +542,8 @@ class Renamed(unittest.TestCase):
         cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)
 
     def renamed_calls(self):
-        """(example, call, the family variant it was, the renamed singular, the new noun) for every call
-        of a family request whose tool is no family variant."""
+        """(example, call, the family variant it was, the renamed singular, the new noun, whether the name
+        has it in the other number) for every call of a family request whose tool is no family variant."""
         variants = {v.name: v for f in F.FAMILIES for v in f.variants}
         out = []
         for ex in self.splits["train"]:
@@ -557,9 +557,10 @@ class Renamed(unittest.TestCase):
                 news = sorted(set(words) | {w[:-1] for w in words} | {w[:-2] for w in words}
                               | {w[:-3] + "y" for w in words})
                 family = F.BY_NAME[parts[min(k, len(parts) - 1)]]
-                found = [(v, singular, new) for v in family.variants for singular in data.RENAME_NOUNS for new in news
+                found = [(v, singular, new, flip) for v in family.variants for singular in data.RENAME_NOUNS
+                         for new in news for flip in (False, True)
                          if {singular, data.RENAME_NOUNS[singular]} & set(F.name_words(v.name))
-                         and data.rename_identifier(v.name, singular, new) == call["name"]
+                         and data.rename_identifier(v.name, singular, new, flip) == call["name"]
                          and [p.name for p in v.params] == list(tool["parameters"]["properties"])
                          and tool["description"] in [data.rename_text(d, singular, new) for d in v.descs]
                          and re.search(r"\b" + new, ex["query"], re.I)]
@@ -574,7 +575,7 @@ class Renamed(unittest.TestCase):
     def test_a_renamed_tool_and_its_requests_share_the_new_noun_and_not_the_old(self):
         renamed = self.renamed_calls()
         self.assertGreater(len({ex["group"] for ex, *_ in renamed}), 0.05 * len(groups_of(self.splits["train"])))
-        for ex, call, variant, singular, new in renamed:
+        for ex, call, variant, singular, new, flip in renamed:
             tool = by_name(ex)[call["name"]]
             self.assertIsNone(data.noun_pattern(singular).search(ex["query"]), (ex["id"], ex["query"]))
             # (renamed_calls found the variant with the tool's parameters and its description renamed)
@@ -604,12 +605,41 @@ class Renamed(unittest.TestCase):
                                      ("smart_home.light", "light", "smart_home.glass"),
                                      ("send_sms", "sms", "send_glass"), ("set_timer", "alarm", "set_timer")]:
             self.assertEqual(data.rename_identifier(name, singular, "glass"), want)
+        for name, singular, want in [("set_timer", "timer", "set_glasses"), ("turn_on_lights", "light", "turn_on_glass"),
+                                     ("createTimer", "timer", "createGlasses"), ("send_sms", "sms", "send_glasses")]:
+            self.assertEqual(data.rename_identifier(name, singular, "glass", flip=True), want)
 
     def test_determinism_and_nothing_drawn_without_the_option(self):
         again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)
         self.assertEqual(again["train"], self.splits["train"])
         plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.0)
         self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3)["train"])
+        self.assertNotEqual(plain["train"], self.splits["train"])
+
+
+class RenameForms(Renamed):
+    """data.py --rename-forms: a share of the renamed tools take the new noun in their name in the other
+    number than the family's name had; their descriptions and requests as --rename alone makes them.
+    Runs Renamed's tests on this data too (renamed_calls accepts either number)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
+                                   rename_forms=0.5)
+
+    def test_about_half_the_renamed_names_change_number(self):
+        flips = collections.Counter(flip for ex, call, variant, singular, new, flip in self.renamed_calls())
+        self.assertGreater(flips[True], 0.3 * sum(flips.values()), flips)
+        self.assertGreater(flips[False], 0.3 * sum(flips.values()), flips)
+
+    def test_determinism_and_nothing_drawn_without_the_option(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
+                              rename_forms=0.5)
+        self.assertEqual(again["train"], self.splits["train"])
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
+                              rename_forms=0.0)
+        self.assertEqual(plain["train"],
+                         data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)["train"])
         self.assertNotEqual(plain["train"], self.splits["train"])
 
 

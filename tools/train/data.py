@@ -221,7 +221,7 @@ class ToolSet:
 class Generator:
     """Makes examples; all randomness comes from one random.Random(seed)."""
 
-    def __init__(self, seed, perturb=0.0, perturb_invented=0.0, small_talk=0.0):
+    def __init__(self, seed, perturb=0.0, perturb_invented=0.0, small_talk=0.0, rename_forms=0.0):
         self.rng = random.Random(seed)
         self.vocab = {False: I.Vocab(False), True: I.Vocab(True)}
         # The share of training family clauses whose template words are perturbed (--perturb;
@@ -237,6 +237,9 @@ class Generator:
         self.small_talk = small_talk
         self.none_weights = (60, 25, 15) if not small_talk else \
             ((1 - small_talk) * 60 / 85, (1 - small_talk) * 25 / 85, small_talk)
+        # The share of renamed groups whose tool name takes the new noun in the other number
+        # (--rename-forms; rename_group); 0 draws nothing.
+        self.rename_forms = rename_forms
         self.split_now = None  # the split make() / make_group() is drawing for
 
     # clauses
@@ -620,7 +623,10 @@ class Generator:
                         + [w for t in group.tools for w in F.name_words(t["name"])]).lower()
         if re.search(r"\b(" + new + "|" + plural(new) + r")\b", seen):
             return False
-        renamed = renamed_tool(tool, singular, new)
+        # the name in the other number now and then (bookLantern for "lanterns"): a request's word and a
+        # tool's name often differ in form (split B: "lights" asked, set_light offered)
+        flip = bool(self.rename_forms) and rng.random() < self.rename_forms
+        renamed = renamed_tool(tool, singular, new, flip)
         if renamed["name"] in {t["name"] for t in group.tools}:
             return False
         queries = [rename_text(ex["query"], singular, new) for ex in callers]
@@ -739,22 +745,24 @@ def rename_text(text, singular, new):
     return noun_pattern(singular).sub(swap, text)
 
 
-def rename_identifier(name, singular, new):
+def rename_identifier(name, singular, new, flip=False):
     """A tool name with the word `singular` (or its plural) replaced in its own style:
-    set_timer -> set_lantern, createTimer -> createLantern, smart_home.light -> smart_home.lantern."""
+    set_timer -> set_lantern, createTimer -> createLantern, smart_home.light -> smart_home.lantern;
+    with `flip` in the other number (set_timer -> set_lanterns, turn_on_lights -> turn_on_lantern)."""
     def swap(m):
         form = _RENAME_FORMS.get(m.group(0).lower())
         if form is None or form[0] != singular:
             return m.group(0)
-        return styled(plural(new) if form[1] else new, m.group(0))
+        return styled(plural(new) if form[1] != flip else new, m.group(0))
     return _IDENT_WORD.sub(swap, name)
 
 
-def renamed_tool(tool, singular, new):
-    """A copy of a tool definition with the noun renamed in its name and in every description."""
+def renamed_tool(tool, singular, new, flip=False):
+    """A copy of a tool definition with the noun renamed in its name and in every description; with
+    `flip` the name takes it in the other number (rename_identifier), the descriptions as they were."""
     params = {k: dict(v, description=rename_text(v["description"], singular, new)) if "description" in v
               else dict(v) for k, v in tool["parameters"]["properties"].items()}
-    return {"name": rename_identifier(tool["name"], singular, new),
+    return {"name": rename_identifier(tool["name"], singular, new, flip),
             "description": rename_text(tool["description"], singular, new),
             "parameters": dict(tool["parameters"], properties=params)}
 
@@ -777,16 +785,16 @@ def perturb_frame(rng, template, p_lead=0.4):
 
 
 def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0, perturb_invented=0.0,
-                    rename=0.0, small_talk=0.0):
+                    rename=0.0, small_talk=0.0, rename_forms=0.0):
     """The training split drawn again by a Generator with `perturb` (a stream of its own, from
     seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
     another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
     of split A or has a string argument that is one of split A's (the checks of check_splits).
     With twins > 0 that share of the groups is followed by its [] twin (Generator.twin_group), a
     group of its own, filtered the same way. With rename > 0 that share of the groups has a noun of a
-    called family tool renamed, before its twin is drawn (Generator.rename_group); 0 draws nothing.
-    With small_talk > 0 that share of the [] requests is small talk (Generator.small_talk)."""
-    gen = Generator(seed + 1, perturb, perturb_invented, small_talk)
+    called family tool renamed, before its twin is drawn (Generator.rename_group), `rename_forms` of
+    those with the name in the other number; 0 draws nothing. With small_talk > 0 that share of the [] requests is small talk (Generator.small_talk)."""
+    gen = Generator(seed + 1, perturb, perturb_invented, small_talk, rename_forms)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
     a_values = {v for ex in reference["A"] for v in novel_values(ex)}
@@ -834,6 +842,7 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
         log(f"data: train drawn again with --perturb {perturb}" + (f" --twins {twins}" if twins else "") +
             (f" --perturb-invented {perturb_invented}" if perturb_invented else "") +
             (f" --rename {rename}" if rename else "") +
+            (f" --rename-forms {rename_forms}" if rename_forms else "") +
             (f" --small-talk {small_talk}" if small_talk else "") +
             f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") +
             (f" ({renamed} groups renamed)" if rename else "") + " "
@@ -846,7 +855,7 @@ def example_key(ex):
 
 
 def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, perturb_invented=0.0,
-             rename=0.0, small_talk=0.0):
+             rename=0.0, small_talk=0.0, rename_forms=0.0):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
     with its group's number in "group"; the other splits are made as with group 1.
@@ -855,14 +864,15 @@ def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, p
     trained on either data are measured on the same requests), and the training split is drawn again
     with that share of perturbed phrasings (perturbed_train), and `twins` of its groups followed by
     their [] twins, and `perturb_invented` of its invented tools' requests perturbed (perturb_frame),
-    and `rename` of its groups with a family tool's noun renamed (Generator.rename_group), and
+    and `rename` of its groups with a family tool's noun renamed (Generator.rename_group), `rename_forms`
+    of those with the tool's name in the other number, and
     `small_talk` of its [] requests small talk, mostly composed (smalltalk.compose)."""
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
     if perturb:
         splits = generate(seed, n_train, n_eval, log, group)
         splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins, perturb_invented,
-                                          rename, small_talk)
+                                          rename, small_talk, rename_forms)
         problems = check_splits(splits)
         if problems:
             raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -1251,6 +1261,10 @@ def main(argv=None):
                     help="with --perturb and --group: share of training groups in which a noun that a called "
                          "family tool's name shares with its requests is renamed to a new word, in the tool "
                          "and the requests (docs/training-data.md, \"Renamed nouns\"; default 0: none)")
+    ap.add_argument("--rename-forms", type=float, default=0.0,
+                    help="with --rename: share of the renamed groups whose tool name takes the new word in the "
+                         "other number (set_lanterns for \"a lantern\"; docs/training-data.md, \"Renamed "
+                         "nouns\"; default 0: none)")
     ap.add_argument("--small-talk", type=float, default=0.0,
                     help="with --perturb: share of the training split's [] requests that are small talk, "
                          "three in four composed (docs/training-data.md, \"Composed small talk\"; default "
@@ -1264,6 +1278,10 @@ def main(argv=None):
         ap.error(f"--rename {args.rename}: must be from 0 to 1")
     if args.rename and not (args.perturb and args.group > 1):
         ap.error("--rename needs --perturb and --group (it is drawn with the perturbed training split)")
+    if not 0.0 <= args.rename_forms <= 1.0:
+        ap.error(f"--rename-forms {args.rename_forms}: must be from 0 to 1")
+    if args.rename_forms and not args.rename:
+        ap.error("--rename-forms needs --rename (it varies the renamed tools' names)")
     if not 0.0 <= args.perturb_invented <= 1.0:
         ap.error(f"--perturb-invented {args.perturb_invented}: must be from 0 to 1")
     if args.perturb_invented and not args.perturb:
@@ -1282,7 +1300,7 @@ def main(argv=None):
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
         splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins,
-                          args.perturb_invented, args.rename, args.small_talk)
+                          args.perturb_invented, args.rename, args.small_talk, args.rename_forms)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -1304,6 +1322,8 @@ def main(argv=None):
         info["perturb_invented"] = args.perturb_invented
     if args.rename:
         info["rename"] = args.rename
+    if args.rename_forms:
+        info["rename_forms"] = args.rename_forms
     if args.small_talk:
         info["small_talk"] = args.small_talk
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
