@@ -563,7 +563,7 @@ class Renamed(unittest.TestCase):
                          and data.rename_identifier(v.name, singular, new, flip) == call["name"]
                          and [p.name for p in v.params] == list(tool["parameters"]["properties"])
                          and tool["description"] in [data.rename_text(d, singular, new) for d in v.descs]
-                         and re.search(r"\b" + new, ex["query"], re.I)]
+                         and re.search(r"\b(?:" + new + "|" + data.plural(new) + ")", ex["query"], re.I)]
                 self.assertTrue(found, (ex["id"], call["name"], ex["query"]))
                 out.append((ex, call, *found[0]))
         return out
@@ -638,6 +638,40 @@ class RenameForms(Renamed):
         self.assertEqual(again["train"], self.splits["train"])
         plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
                               rename_forms=0.0)
+        self.assertEqual(plain["train"],
+                         data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)["train"])
+        self.assertNotEqual(plain["train"], self.splits["train"])
+
+
+class RenameWords(Renamed):
+    """data.py --rename-words: the renamed tools' new nouns come from the word source (wamerican), not
+    the invented tools' nouns or pseudo-words. Runs Renamed's tests on this data too."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
+                                   rename_words=1.0)
+
+    def test_new_nouns_are_word_source_words(self):
+        # renamed_calls reads the noun back from the name: "amoralitie" and "amorality" both make
+        # "amoralities"; the word is the one of the word source with that plural
+        by_plural = {data.plural(w): w for w in W.WORD_SOURCE.common}
+        news = {by_plural.get(data.plural(new)) for ex, call, variant, singular, new, flip in self.renamed_calls()}
+        self.assertNotIn(None, news)
+        self.assertGreater(len(news), 20)
+        vocab = set(I.Vocab(False).nouns)
+        for new in news:
+            self.assertNotIn(new, vocab)
+            self.assertNotIn(new, I.Vocab(False).held_words)
+            self.assertNotIn(new, F.FAMILY_WORDS)
+            self.assertIsNone(data.RENAME_WORD_SKIP.search(new), new)
+
+    def test_determinism_and_nothing_drawn_without_the_option(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
+                              rename_words=1.0)
+        self.assertEqual(again["train"], self.splits["train"])
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
+                              rename_words=0.0)
         self.assertEqual(plain["train"],
                          data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)["train"])
         self.assertNotEqual(plain["train"], self.splits["train"])

@@ -18,8 +18,9 @@ default) is the ungrouped data, byte for byte.
 
 With --perturb the training split is drawn again with perturbed phrasings, and with it --twins (groups
 followed by their [] twin), --perturb-invented (perturbed invented-tool frames), --rename (a
-family tool's noun renamed in the tool and its requests) and --small-talk (composed small talk among
-the [] requests): docs/training-data.md. Each is 0 by default and then draws nothing.
+family tool's noun renamed in the tool and its requests; --rename-forms, the name in the other
+number; --rename-words, the new noun a word of the word source) and --small-talk (composed small talk
+among the [] requests): docs/training-data.md. Each is 0 by default and then draws nothing.
 
 The splits are checked before anything is written (check_splits); a failed check is an error.
 """
@@ -41,8 +42,8 @@ import smalltalk  # noqa: E402
 import wordlists as W  # noqa: E402
 from render import tools_json  # noqa: E402
 from schema import check_tool, validate_call  # noqa: E402
-from slots import (SOURCE_WEIGHTS, SOURCES, Template, Unfillable, any_lexicon, json_number,  # noqa: E402
-                   number_words, perturb_template, pick, render, weighted)
+from slots import (LEXICONS, SOURCE_WEIGHTS, SOURCES, Template, Unfillable, any_lexicon,  # noqa: E402
+                   json_number, number_words, perturb_template, pick, render, weighted)
 
 SPLITS = ("train", "A", "B", "C")
 
@@ -221,7 +222,8 @@ class ToolSet:
 class Generator:
     """Makes examples; all randomness comes from one random.Random(seed)."""
 
-    def __init__(self, seed, perturb=0.0, perturb_invented=0.0, small_talk=0.0, rename_forms=0.0):
+    def __init__(self, seed, perturb=0.0, perturb_invented=0.0, small_talk=0.0, rename_forms=0.0,
+                 rename_words=0.0):
         self.rng = random.Random(seed)
         self.vocab = {False: I.Vocab(False), True: I.Vocab(True)}
         # The share of training family clauses whose template words are perturbed (--perturb;
@@ -240,6 +242,9 @@ class Generator:
         # The share of renamed groups whose tool name takes the new noun in the other number
         # (--rename-forms; rename_group); 0 draws nothing.
         self.rename_forms = rename_forms
+        # The share of renamed groups whose new noun is a word of the word source (--rename-words;
+        # rename_noun); 0 draws nothing.
+        self.rename_words = rename_words
         self.split_now = None  # the split make() / make_group() is drawing for
 
     # clauses
@@ -614,11 +619,7 @@ class Generator:
         if not choices:
             return False
         index, tool, callers, singular = pick(rng, choices)
-        # a noun of the training vocabulary, or a pseudo-word as often as invented tools take one
-        if rng.random() < 0.3:
-            new = I.pseudo_word(rng, W.PSEUDO_NOUN_ENDINGS)
-        else:
-            new = pick(rng, self.vocab[False].nouns)
+        new = self.rename_noun()
         seen = " ".join([ex["query"] for ex in members]
                         + [w for t in group.tools for w in F.name_words(t["name"])]).lower()
         if re.search(r"\b(" + new + "|" + plural(new) + r")\b", seen):
@@ -642,6 +643,22 @@ class Generator:
         group.used.add(renamed["name"])
         group.origins[renamed["name"]] = group.origins[tool["name"]]
         return True
+
+    def rename_noun(self):
+        """The new noun of a renamed group: with rename_words a word of the word source (any of its
+        ~60,000, so that no word can be learned as a tool's: split B's words are as new; not a family's
+        word, nor an invented-tool word held out for split A); else a noun
+        of the invented tools' training vocabulary, or a pseudo-word as often as invented tools take one."""
+        rng = self.rng
+        if self.rename_words and rng.random() < self.rename_words:
+            for _ in range(100):
+                word = LEXICONS["words"].word(rng, plain=True)
+                if not (RENAME_WORD_SKIP.search(word) or word in F.FAMILY_WORDS or word in _RENAME_FORMS
+                        or word in self.vocab[False].held_words):
+                    return word
+        if rng.random() < 0.3:
+            return I.pseudo_word(rng, W.PSEUDO_NOUN_ENDINGS)
+        return pick(rng, self.vocab[False].nouns)
 
     def clause_for_set(self, group, kind, imperative=False, besides=None):
         """A clause of `kind` ("family" or "invented") that calls a tool of the set other than
@@ -715,6 +732,9 @@ for _singular, _plural in RENAME_NOUNS.items():
     _RENAME_FORMS[_singular] = (_singular, False)
     if _plural:
         _RENAME_FORMS[_plural] = (_singular, True)
+# Word-source words that read as no noun, or whose plural (plural()) would not be a word: past
+# tenses, participles, adverbs, plurals.
+RENAME_WORD_SKIP = re.compile(r"(?:ed|ing|ly|s)$")
 _IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")  # a word of an identifier, in place
 plural = I.third_person  # the same spelling rule: lantern -> lanterns, glass -> glasses, berry -> berries
 
@@ -785,7 +805,7 @@ def perturb_frame(rng, template, p_lead=0.4):
 
 
 def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0, perturb_invented=0.0,
-                    rename=0.0, small_talk=0.0, rename_forms=0.0):
+                    rename=0.0, small_talk=0.0, rename_forms=0.0, rename_words=0.0):
     """The training split drawn again by a Generator with `perturb` (a stream of its own, from
     seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
     another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
@@ -793,8 +813,9 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
     With twins > 0 that share of the groups is followed by its [] twin (Generator.twin_group), a
     group of its own, filtered the same way. With rename > 0 that share of the groups has a noun of a
     called family tool renamed, before its twin is drawn (Generator.rename_group), `rename_forms` of
-    those with the name in the other number; 0 draws nothing. With small_talk > 0 that share of the [] requests is small talk (Generator.small_talk)."""
-    gen = Generator(seed + 1, perturb, perturb_invented, small_talk, rename_forms)
+    those with the name in the other number and `rename_words` with a word of the word source as the
+    new noun; 0 draws nothing. With small_talk > 0 that share of the [] requests is small talk (Generator.small_talk)."""
+    gen = Generator(seed + 1, perturb, perturb_invented, small_talk, rename_forms, rename_words)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
     a_values = {v for ex in reference["A"] for v in novel_values(ex)}
@@ -843,6 +864,7 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
             (f" --perturb-invented {perturb_invented}" if perturb_invented else "") +
             (f" --rename {rename}" if rename else "") +
             (f" --rename-forms {rename_forms}" if rename_forms else "") +
+            (f" --rename-words {rename_words}" if rename_words else "") +
             (f" --small-talk {small_talk}" if small_talk else "") +
             f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") +
             (f" ({renamed} groups renamed)" if rename else "") + " "
@@ -855,7 +877,7 @@ def example_key(ex):
 
 
 def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, perturb_invented=0.0,
-             rename=0.0, small_talk=0.0, rename_forms=0.0):
+             rename=0.0, small_talk=0.0, rename_forms=0.0, rename_words=0.0):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
     with its group's number in "group"; the other splits are made as with group 1.
@@ -865,14 +887,15 @@ def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, p
     with that share of perturbed phrasings (perturbed_train), and `twins` of its groups followed by
     their [] twins, and `perturb_invented` of its invented tools' requests perturbed (perturb_frame),
     and `rename` of its groups with a family tool's noun renamed (Generator.rename_group), `rename_forms`
-    of those with the tool's name in the other number, and
+    of those with the tool's name in the other number, `rename_words` of those with a word of the word
+    source as the new noun, and
     `small_talk` of its [] requests small talk, mostly composed (smalltalk.compose)."""
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
     if perturb:
         splits = generate(seed, n_train, n_eval, log, group)
         splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins, perturb_invented,
-                                          rename, small_talk, rename_forms)
+                                          rename, small_talk, rename_forms, rename_words)
         problems = check_splits(splits)
         if problems:
             raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -1265,6 +1288,10 @@ def main(argv=None):
                     help="with --rename: share of the renamed groups whose tool name takes the new word in the "
                          "other number (set_lanterns for \"a lantern\"; docs/training-data.md, \"Renamed "
                          "nouns\"; default 0: none)")
+    ap.add_argument("--rename-words", type=float, default=0.0,
+                    help="with --rename: share of the renamed groups whose new noun is a word of the word "
+                         "source (Debian's wamerican) instead of the invented tools' nouns or a pseudo-word "
+                         "(docs/training-data.md, \"Renamed nouns\"; default 0: none)")
     ap.add_argument("--small-talk", type=float, default=0.0,
                     help="with --perturb: share of the training split's [] requests that are small talk, "
                          "three in four composed (docs/training-data.md, \"Composed small talk\"; default "
@@ -1282,6 +1309,10 @@ def main(argv=None):
         ap.error(f"--rename-forms {args.rename_forms}: must be from 0 to 1")
     if args.rename_forms and not args.rename:
         ap.error("--rename-forms needs --rename (it varies the renamed tools' names)")
+    if not 0.0 <= args.rename_words <= 1.0:
+        ap.error(f"--rename-words {args.rename_words}: must be from 0 to 1")
+    if args.rename_words and not args.rename:
+        ap.error("--rename-words needs --rename (it draws the renamed tools' new nouns)")
     if not 0.0 <= args.perturb_invented <= 1.0:
         ap.error(f"--perturb-invented {args.perturb_invented}: must be from 0 to 1")
     if args.perturb_invented and not args.perturb:
@@ -1300,7 +1331,8 @@ def main(argv=None):
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
         splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins,
-                          args.perturb_invented, args.rename, args.small_talk, args.rename_forms)
+                          args.perturb_invented, args.rename, args.small_talk, args.rename_forms,
+                          args.rename_words)
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -1324,6 +1356,8 @@ def main(argv=None):
         info["rename"] = args.rename
     if args.rename_forms:
         info["rename_forms"] = args.rename_forms
+    if args.rename_words:
+        info["rename_words"] = args.rename_words
     if args.small_talk:
         info["small_talk"] = args.small_talk
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
