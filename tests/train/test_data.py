@@ -535,11 +535,15 @@ class Twins(unittest.TestCase):
 
 class Renamed(unittest.TestCase):
     """data.py --rename: in a share of the perturbed training groups, a noun that a called family
-    tool's name shares with its requests is renamed, in the tool and in those requests."""
+    tool's name shares with its requests is renamed, in the tool and in those requests. Subclasses run
+    these tests on data with one more option (OPTION) on top of BASE."""
+
+    BASE = dict(group=GROUP, perturb=0.5, twins=0.3)
+    OPTION = {"rename": 0.5}  # the option under test; 0 must draw nothing
 
     @classmethod
     def setUpClass(cls):
-        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, **cls.BASE, **cls.OPTION)
 
     def renamed_calls(self):
         """(example, call, the family variant it was, the renamed singular, the new noun, whether the name
@@ -610,10 +614,11 @@ class Renamed(unittest.TestCase):
             self.assertEqual(data.rename_identifier(name, singular, "glass", flip=True), want)
 
     def test_determinism_and_nothing_drawn_without_the_option(self):
-        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)
+        again = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, **self.OPTION)
         self.assertEqual(again["train"], self.splits["train"])
-        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.0)
-        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3)["train"])
+        (option,) = self.OPTION
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, **{option: 0.0})
+        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE)["train"])
         self.assertNotEqual(plain["train"], self.splits["train"])
 
 
@@ -622,35 +627,21 @@ class RenameForms(Renamed):
     number than the family's name had; their descriptions and requests as --rename alone makes them.
     Runs Renamed's tests on this data too (renamed_calls accepts either number)."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
-                                   rename_forms=0.5)
+    BASE = dict(Renamed.BASE, rename=0.5)
+    OPTION = {"rename_forms": 0.5}
 
     def test_about_half_the_renamed_names_change_number(self):
         flips = collections.Counter(flip for ex, call, variant, singular, new, flip in self.renamed_calls())
         self.assertGreater(flips[True], 0.3 * sum(flips.values()), flips)
         self.assertGreater(flips[False], 0.3 * sum(flips.values()), flips)
 
-    def test_determinism_and_nothing_drawn_without_the_option(self):
-        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
-                              rename_forms=0.5)
-        self.assertEqual(again["train"], self.splits["train"])
-        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
-                              rename_forms=0.0)
-        self.assertEqual(plain["train"],
-                         data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)["train"])
-        self.assertNotEqual(plain["train"], self.splits["train"])
-
 
 class RenameWords(Renamed):
     """data.py --rename-words: the renamed tools' new nouns come from the word source (wamerican), not
     the invented tools' nouns or pseudo-words. Runs Renamed's tests on this data too."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
-                                   rename_words=1.0)
+    BASE = dict(Renamed.BASE, rename=0.5)
+    OPTION = {"rename_words": 1.0}
 
     def test_new_nouns_are_word_source_words(self):
         # renamed_calls reads the noun back from the name: "amoralitie" and "amorality" both make
@@ -659,22 +650,12 @@ class RenameWords(Renamed):
         news = {by_plural.get(data.plural(new)) for ex, call, variant, singular, new, flip in self.renamed_calls()}
         self.assertNotIn(None, news)
         self.assertGreater(len(news), 20)
-        vocab = set(I.Vocab(False).nouns)
+        vocab = I.Vocab(False)
         for new in news:
-            self.assertNotIn(new, vocab)
-            self.assertNotIn(new, I.Vocab(False).held_words)
+            self.assertNotIn(new, vocab.nouns)
+            self.assertNotIn(new, vocab.held_words)
             self.assertNotIn(new, F.FAMILY_WORDS)
             self.assertIsNone(data.RENAME_WORD_SKIP.search(new), new)
-
-    def test_determinism_and_nothing_drawn_without_the_option(self):
-        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
-                              rename_words=1.0)
-        self.assertEqual(again["train"], self.splits["train"])
-        plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5,
-                              rename_words=0.0)
-        self.assertEqual(plain["train"],
-                         data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.3, rename=0.5)["train"])
-        self.assertNotEqual(plain["train"], self.splits["train"])
 
 
 class SmallTalk(unittest.TestCase):
