@@ -1260,6 +1260,21 @@ def read_split(path):
         return [json.loads(line) for line in f]
 
 
+# The share options of main(), each from 0 to 1 and 0 drawing nothing: its dest, what it needs (None:
+# nothing) and whether the arguments give that; in manifest.json's order.
+_PERTURBED = "(it is drawn with the perturbed training split)"
+SHARE_OPTIONS = (
+    ("perturb", None, None),
+    ("twins", "--perturb and --group (the twins are drawn with the perturbed training split)",
+     lambda a: a.perturb and a.group > 1),
+    ("perturb_invented", "--perturb " + _PERTURBED, lambda a: a.perturb),
+    ("rename", "--perturb and --group " + _PERTURBED, lambda a: a.perturb and a.group > 1),
+    ("rename_forms", "--rename (it varies the renamed tools' names)", lambda a: a.rename),
+    ("rename_words", "--rename (it draws the renamed tools' new nouns)", lambda a: a.rename),
+    ("small_talk", "--perturb " + _PERTURBED, lambda a: a.perturb),
+)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1297,32 +1312,12 @@ def main(argv=None):
                          "three in four composed (docs/training-data.md, \"Composed small talk\"; default "
                          "0: 15%% of them, from a fixed list)")
     args = ap.parse_args(argv)
-    if not 0.0 <= args.small_talk <= 1.0:
-        ap.error(f"--small-talk {args.small_talk}: must be from 0 to 1")
-    if args.small_talk and not args.perturb:
-        ap.error("--small-talk needs --perturb (it is drawn with the perturbed training split)")
-    if not 0.0 <= args.rename <= 1.0:
-        ap.error(f"--rename {args.rename}: must be from 0 to 1")
-    if args.rename and not (args.perturb and args.group > 1):
-        ap.error("--rename needs --perturb and --group (it is drawn with the perturbed training split)")
-    if not 0.0 <= args.rename_forms <= 1.0:
-        ap.error(f"--rename-forms {args.rename_forms}: must be from 0 to 1")
-    if args.rename_forms and not args.rename:
-        ap.error("--rename-forms needs --rename (it varies the renamed tools' names)")
-    if not 0.0 <= args.rename_words <= 1.0:
-        ap.error(f"--rename-words {args.rename_words}: must be from 0 to 1")
-    if args.rename_words and not args.rename:
-        ap.error("--rename-words needs --rename (it draws the renamed tools' new nouns)")
-    if not 0.0 <= args.perturb_invented <= 1.0:
-        ap.error(f"--perturb-invented {args.perturb_invented}: must be from 0 to 1")
-    if args.perturb_invented and not args.perturb:
-        ap.error("--perturb-invented needs --perturb (it is drawn with the perturbed training split)")
-    if not 0.0 <= args.perturb <= 1.0:
-        ap.error(f"--perturb {args.perturb}: must be from 0 to 1")
-    if not 0.0 <= args.twins <= 1.0:
-        ap.error(f"--twins {args.twins}: must be from 0 to 1")
-    if args.twins and not (args.perturb and args.group > 1):
-        ap.error("--twins needs --perturb and --group (the twins are drawn with the perturbed training split)")
+    for dest, needs, given in SHARE_OPTIONS:
+        option, value = "--" + dest.replace("_", "-"), getattr(args, dest)
+        if not 0.0 <= value <= 1.0:
+            ap.error(f"{option} {value}: must be from 0 to 1")
+        if value and needs and not given(args):
+            ap.error(f"{option} needs {needs}")
     if args.train < 1 or args.eval < 1:
         ap.error("--train and --eval must be at least 1")
     if args.group < 1:
@@ -1346,20 +1341,9 @@ def main(argv=None):
     info = manifest(args.seed, counts)
     if args.group > 1:
         info["group"] = args.group
-    if args.perturb:
-        info["perturb"] = args.perturb
-    if args.twins:
-        info["twins"] = args.twins
-    if args.perturb_invented:
-        info["perturb_invented"] = args.perturb_invented
-    if args.rename:
-        info["rename"] = args.rename
-    if args.rename_forms:
-        info["rename_forms"] = args.rename_forms
-    if args.rename_words:
-        info["rename_words"] = args.rename_words
-    if args.small_talk:
-        info["small_talk"] = args.small_talk
+    for dest, *_ in SHARE_OPTIONS:
+        if getattr(args, dest):
+            info[dest] = getattr(args, dest)
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:
