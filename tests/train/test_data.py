@@ -823,6 +823,14 @@ class Grouped(unittest.TestCase):
         self.assertGreater(len(whole), 30)
         self.assertEqual(GROUPED["train"][:len(whole)], whole)
 
+    def test_share_options_are_the_fields_of_shares(self):
+        # generate() takes exactly Shares' fields; a misspelt option is an error, not a silent 0
+        with self.assertRaises(TypeError):
+            data.generate(SEED, 40, 10, group=GROUP, perturb=0.5, twin=0.3)
+        self.assertEqual(data.Shares(perturb=0.8, rename=0.5, small_talk=0.4).options(),
+                         "--perturb 0.8 --rename 0.5 --small-talk 0.4")
+        self.assertEqual(data.Shares().options(), "--perturb 0.0")
+
     def test_each_group_check_catches_its_violation(self):
         def problems_after(mutate):
             splits = {k: copy.deepcopy(v) for k, v in GROUPED.items()}

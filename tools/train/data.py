@@ -33,6 +33,7 @@ import re
 import sys
 import time
 from collections import Counter
+from dataclasses import asdict, dataclass, fields
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,7 +41,6 @@ import families as F  # noqa: E402
 import invented as I  # noqa: E402
 import smalltalk  # noqa: E402
 import wordlists as W  # noqa: E402
-from render import tools_json  # noqa: E402
 from schema import check_tool, validate_call  # noqa: E402
 from slots import (LEXICONS, SOURCE_WEIGHTS, SOURCES, Template, Unfillable, any_lexicon,  # noqa: E402
                    json_number, number_words, perturb_template, pick, render, weighted)
@@ -219,33 +219,50 @@ class ToolSet:
 
 # --- the generator -------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Shares:
+    """The share options of the training split drawn again (main's --perturb ... --small-talk), each
+    from 0 to 1, in manifest.json's order; 0 draws nothing (Generator.chance). docs/training-data.md
+    has a section on each."""
+    # training family clauses whose template words are perturbed (slots.perturb_template)
+    perturb: float = 0.0
+    # groups followed by their [] twin (Generator.twin_group)
+    twins: float = 0.0
+    # invented tools' request frames perturbed (perturb_frame)
+    perturb_invented: float = 0.0
+    # groups with a called family tool's noun renamed (Generator.rename_group) ...
+    rename: float = 0.0
+    # ... of those, the tool's name in the other number (rename_identifier's flip)
+    rename_forms: float = 0.0
+    # ... of those, the new noun a word of the word source (Generator.rename_noun)
+    rename_words: float = 0.0
+    # the [] requests that are small talk, smalltalk.COMPOSED of them composed (smalltalk.compose)
+    small_talk: float = 0.0
+
+    def options(self):
+        """The command-line spelling of the shares that are not 0 (perturb always), for the log."""
+        return " ".join(f"--{f.name.replace('_', '-')} {getattr(self, f.name)}" for f in fields(self)
+                        if getattr(self, f.name) or f.name == "perturb")
+
+
 class Generator:
     """Makes examples; all randomness comes from one random.Random(seed)."""
 
-    def __init__(self, seed, perturb=0.0, perturb_invented=0.0, small_talk=0.0, rename_forms=0.0,
-                 rename_words=0.0):
+    def __init__(self, seed, shares=None):
         self.rng = random.Random(seed)
         self.vocab = {False: I.Vocab(False), True: I.Vocab(True)}
-        # The share of training family clauses whose template words are perturbed (--perturb;
-        # slots.perturb_template). 0 draws nothing from the generator: the data of --perturb 0 is the
-        # data made before the option existed, byte for byte.
-        self.perturb = perturb
-        # The same for the invented tools' request frames (--perturb-invented; perturb_frame), 0 again
-        # drawing nothing.
-        self.perturb_invented = perturb_invented
-        # The share of the training split's [] requests that are small talk, smalltalk.COMPOSED of
-        # them composed (--small-talk; smalltalk.compose); 0 keeps the fixed list's 15% and draws
-        # nothing. The [] requests' kinds (family, invented, chitchat) are drawn with these weights.
-        self.small_talk = small_talk
-        self.none_weights = (60, 25, 15) if not small_talk else \
-            ((1 - small_talk) * 60 / 85, (1 - small_talk) * 25 / 85, small_talk)
-        # The share of renamed groups whose tool name takes the new noun in the other number
-        # (--rename-forms; rename_group); 0 draws nothing.
-        self.rename_forms = rename_forms
-        # The share of renamed groups whose new noun is a word of the word source (--rename-words;
-        # rename_noun); 0 draws nothing.
-        self.rename_words = rename_words
+        # The share options (Shares); the default, all 0, draws nothing from the generator.
+        self.shares = shares = shares or Shares()
+        # The [] requests' kinds (family, invented, chitchat) are drawn with these weights: with
+        # small_talk that share of them small talk, else the fixed list's 15%.
+        self.none_weights = (60, 25, 15) if not shares.small_talk else \
+            ((1 - shares.small_talk) * 60 / 85, (1 - shares.small_talk) * 25 / 85, shares.small_talk)
         self.split_now = None  # the split make() / make_group() is drawing for
+
+    def chance(self, share):
+        """True with probability `share`; a share of 0 draws nothing from the generator, so that the
+        data made without an option is the data made before the option existed, byte for byte."""
+        return bool(share) and self.rng.random() < share
 
     # clauses
 
@@ -258,7 +275,7 @@ class Generator:
             if not templates:
                 continue
             t = pick(rng, templates)
-            if self.perturb and self.split_now == "train" and rng.random() < self.perturb:
+            if self.split_now == "train" and self.chance(self.shares.perturb):
                 t = perturb_template(rng, t, any_lexicon(rng))
             try:
                 values = fam.sample_values(rng, v, t, held_values)
@@ -278,12 +295,12 @@ class Generator:
         """invented.request's (template, values, arguments), the frame perturbed with the share
         --perturb-invented in the training split."""
         t, values, args = I.request(self.rng, vocab, inv, held)
-        if self.perturb_invented and self.split_now == "train" and self.rng.random() < self.perturb_invented:
+        if self.split_now == "train" and self.chance(self.shares.perturb_invented):
             t = perturb_frame(self.rng, t)
         return t, values, args
 
     def chitchat_clause(self, held):
-        if self.small_talk and self.split_now == "train" and self.rng.random() < smalltalk.COMPOSED:
+        if self.shares.small_talk and self.split_now == "train" and self.rng.random() < smalltalk.COMPOSED:
             text = smalltalk.compose(self.rng)
         else:
             text = pick(self.rng, CHITCHAT_HELD if held else CHITCHAT_TRAIN)
@@ -626,7 +643,7 @@ class Generator:
             return False
         # the name in the other number now and then (bookLantern for "lanterns"): a request's word and a
         # tool's name often differ in form (split B: "lights" asked, set_light offered)
-        flip = bool(self.rename_forms) and rng.random() < self.rename_forms
+        flip = self.chance(self.shares.rename_forms)
         renamed = renamed_tool(tool, singular, new, flip)
         if renamed["name"] in {t["name"] for t in group.tools}:
             return False
@@ -650,7 +667,7 @@ class Generator:
         word, nor an invented-tool word held out for split A); else a noun
         of the invented tools' training vocabulary, or a pseudo-word as often as invented tools take one."""
         rng = self.rng
-        if self.rename_words and rng.random() < self.rename_words:
+        if self.chance(self.shares.rename_words):
             for _ in range(100):
                 word = LEXICONS["words"].word(rng, plain=True)
                 if not (RENAME_WORD_SKIP.search(word) or word in F.FAMILY_WORDS or word in _RENAME_FORMS
@@ -804,18 +821,15 @@ def perturb_frame(rng, template, p_lead=0.4):
     return t
 
 
-def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.0, perturb_invented=0.0,
-                    rename=0.0, small_talk=0.0, rename_forms=0.0, rename_words=0.0):
-    """The training split drawn again by a Generator with `perturb` (a stream of its own, from
+def perturbed_train(seed, n_train, group, shares, reference, log=None):
+    """The training split drawn again by a Generator with `shares` (Shares; a stream of its own, from
     seed + 1), against the held-out splits of `reference`: an example is dropped when it repeats
     another, uses a held-out phrasing, asks a query of a held-out split, offers a tool combination
     of split A or has a string argument that is one of split A's (the checks of check_splits).
-    With twins > 0 that share of the groups is followed by its [] twin (Generator.twin_group), a
-    group of its own, filtered the same way. With rename > 0 that share of the groups has a noun of a
-    called family tool renamed, before its twin is drawn (Generator.rename_group), `rename_forms` of
-    those with the name in the other number and `rename_words` with a word of the word source as the
-    new noun; 0 draws nothing. With small_talk > 0 that share of the [] requests is small talk (Generator.small_talk)."""
-    gen = Generator(seed + 1, perturb, perturb_invented, small_talk, rename_forms, rename_words)
+    shares.twins of the groups are followed by their [] twin (Generator.twin_group), a group of its
+    own, filtered the same way; shares.rename of the groups have a noun of a called family tool
+    renamed, before the twin is drawn (Generator.rename_group)."""
+    gen = Generator(seed + 1, shares)
     held_queries = {ex["query"] for split in ("A", "B", "C") for ex in reference[split]}
     a_combos = {frozenset(t["name"] for t in ex["tools"]) for ex in reference["A"]}
     a_values = {v for ex in reference["A"] for v in novel_values(ex)}
@@ -825,13 +839,13 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
         if made is None or made == [None]:
             rejected["unfillable"] += 1
             continue
-        if rename and group > 1 and gen.rng.random() < rename:
+        if group > 1 and gen.chance(shares.rename):
             if gen.rename_group(made):
                 renamed += 1
             else:
                 rejected["no noun to rename"] += 1
         batches = [made]
-        if twins and group > 1 and gen.rng.random() < twins:
+        if group > 1 and gen.chance(shares.twins):
             twin = gen.twin_group(made)
             if twin is None:
                 rejected["no twin"] += 1
@@ -860,14 +874,9 @@ def perturbed_train(seed, n_train, group, perturb, reference, log=None, twins=0.
             groups += kept > 0
             twinned += kept > 0 and members is not made
     if log:
-        log(f"data: train drawn again with --perturb {perturb}" + (f" --twins {twins}" if twins else "") +
-            (f" --perturb-invented {perturb_invented}" if perturb_invented else "") +
-            (f" --rename {rename}" if rename else "") +
-            (f" --rename-forms {rename_forms}" if rename_forms else "") +
-            (f" --rename-words {rename_words}" if rename_words else "") +
-            (f" --small-talk {small_talk}" if small_talk else "") +
-            f": {len(out)} examples, {groups} groups" + (f" ({twinned} [] twins)" if twins else "") +
-            (f" ({renamed} groups renamed)" if rename else "") + " "
+        log(f"data: train drawn again with {shares.options()}: {len(out)} examples, {groups} groups" +
+            (f" ({twinned} [] twins)" if shares.twins else "") +
+            (f" ({renamed} groups renamed)" if shares.rename else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
     return out
 
@@ -876,26 +885,20 @@ def example_key(ex):
     return (ex["system"], ex["query"], tuple(t["name"] for t in ex["tools"]))
 
 
-def generate(seed, n_train, n_eval, log=None, group=1, perturb=0.0, twins=0.0, perturb_invented=0.0,
-             rename=0.0, small_talk=0.0, rename_forms=0.0, rename_words=0.0):
+def generate(seed, n_train, n_eval, log=None, group=1, **shares):
     """{split: [example]} for all four splits, checked. With group > 1 the training examples come in
     groups of up to `group` that share their tools and system turn (Generator.make_group), each line
     with its group's number in "group"; the other splits are made as with group 1.
 
-    With perturb > 0 the held-out splits are those of the same seed without it (so that models
-    trained on either data are measured on the same requests), and the training split is drawn again
-    with that share of perturbed phrasings (perturbed_train), and `twins` of its groups followed by
-    their [] twins, and `perturb_invented` of its invented tools' requests perturbed (perturb_frame),
-    and `rename` of its groups with a family tool's noun renamed (Generator.rename_group), `rename_forms`
-    of those with the tool's name in the other number, `rename_words` of those with a word of the word
-    source as the new noun, and
-    `small_talk` of its [] requests small talk, mostly composed (smalltalk.compose)."""
+    `shares` are Shares' fields (perturb=0.8, twins=0.2, ...). With perturb > 0 the held-out splits
+    are those of the same seed without them (so that models trained on either data are measured on
+    the same requests), and the training split is drawn again with them (perturbed_train)."""
+    shares = Shares(**shares)
     if group < 1:
         raise ValueError(f"generate: group {group} must be at least 1")
-    if perturb:
+    if shares.perturb:
         splits = generate(seed, n_train, n_eval, log, group)
-        splits["train"] = perturbed_train(seed, n_train, group, perturb, splits, log, twins, perturb_invented,
-                                          rename, small_talk, rename_forms, rename_words)
+        splits["train"] = perturbed_train(seed, n_train, group, shares, splits, log)
         problems = check_splits(splits)
         if problems:
             raise RuntimeError("data: the splits fail their checks:\n  " + "\n  ".join(problems[:20]))
@@ -1260,19 +1263,18 @@ def read_split(path):
         return [json.loads(line) for line in f]
 
 
-# The share options of main(), each from 0 to 1 and 0 drawing nothing: its dest, what it needs (None:
-# nothing) and whether the arguments give that; in manifest.json's order.
+# What a share option of main() (a field of Shares) needs besides its own value: the options, and
+# whether the arguments give them. perturb needs nothing.
 _PERTURBED = "(it is drawn with the perturbed training split)"
-SHARE_OPTIONS = (
-    ("perturb", None, None),
-    ("twins", "--perturb and --group (the twins are drawn with the perturbed training split)",
-     lambda a: a.perturb and a.group > 1),
-    ("perturb_invented", "--perturb " + _PERTURBED, lambda a: a.perturb),
-    ("rename", "--perturb and --group " + _PERTURBED, lambda a: a.perturb and a.group > 1),
-    ("rename_forms", "--rename (it varies the renamed tools' names)", lambda a: a.rename),
-    ("rename_words", "--rename (it draws the renamed tools' new nouns)", lambda a: a.rename),
-    ("small_talk", "--perturb " + _PERTURBED, lambda a: a.perturb),
-)
+SHARE_NEEDS = {
+    "twins": ("--perturb and --group (the twins are drawn with the perturbed training split)",
+              lambda a: a.perturb and a.group > 1),
+    "perturb_invented": ("--perturb " + _PERTURBED, lambda a: a.perturb),
+    "rename": ("--perturb and --group " + _PERTURBED, lambda a: a.perturb and a.group > 1),
+    "rename_forms": ("--rename (it varies the renamed tools' names)", lambda a: a.rename),
+    "rename_words": ("--rename (it draws the renamed tools' new nouns)", lambda a: a.rename),
+    "small_talk": ("--perturb " + _PERTURBED, lambda a: a.perturb),
+}
 
 
 def main(argv=None):
@@ -1312,8 +1314,10 @@ def main(argv=None):
                          "three in four composed (docs/training-data.md, \"Composed small talk\"; default "
                          "0: 15%% of them, from a fixed list)")
     args = ap.parse_args(argv)
-    for dest, needs, given in SHARE_OPTIONS:
-        option, value = "--" + dest.replace("_", "-"), getattr(args, dest)
+    shares = Shares(**{f.name: getattr(args, f.name) for f in fields(Shares)})
+    for f in fields(shares):
+        option, value = "--" + f.name.replace("_", "-"), getattr(shares, f.name)
+        needs, given = SHARE_NEEDS.get(f.name, (None, None))
         if not 0.0 <= value <= 1.0:
             ap.error(f"{option} {value}: must be from 0 to 1")
         if value and needs and not given(args):
@@ -1325,9 +1329,7 @@ def main(argv=None):
     start = time.time()
     log = lambda msg: print(msg, file=sys.stderr)  # noqa: E731
     try:
-        splits = generate(args.seed, args.train, args.eval, log, args.group, args.perturb, args.twins,
-                          args.perturb_invented, args.rename, args.small_talk, args.rename_forms,
-                          args.rename_words)
+        splits = generate(args.seed, args.train, args.eval, log, args.group, **asdict(shares))
     except RuntimeError as e:
         print(e, file=sys.stderr)
         return 1
@@ -1341,9 +1343,7 @@ def main(argv=None):
     info = manifest(args.seed, counts)
     if args.group > 1:
         info["group"] = args.group
-    for dest, *_ in SHARE_OPTIONS:
-        if getattr(args, dest):
-            info[dest] = getattr(args, dest)
+    info.update((name, value) for name, value in asdict(shares).items() if value)
     with open(os.path.join(args.out, "manifest.json"), "w", encoding="utf-8") as f:
         json.dump(info, f, indent=1, ensure_ascii=False)
     for split in SPLITS:
