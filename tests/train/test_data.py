@@ -657,6 +657,20 @@ class RenameWords(Renamed):
             self.assertNotIn(new, F.FAMILY_WORDS)
             self.assertIsNone(data.RENAME_WORD_SKIP.search(new), new)
 
+    def test_no_new_noun_whose_plural_is_held_out_or_a_family_word(self):
+        # a renamed name or request may take the plural: "bellow" would make add_bellows ("bellows" is
+        # held out for split A), "calorie" split B's "calories"
+        gen = data.Generator(SEED, data.Shares(perturb=0.5, rename=0.5, rename_words=1.0))
+        held = gen.vocab[False].held_words
+        for word in ("bellow", "calorie", "minute", "guest"):
+            self.assertFalse(gen.may_rename_to(word), word)
+        self.assertTrue(gen.may_rename_to("lantern"))
+        for word in W.WORD_SOURCE.common:
+            if gen.may_rename_to(word):
+                for form in (word, data.plural(word)):
+                    self.assertNotIn(form, held)
+                    self.assertNotIn(form, F.FAMILY_WORDS)
+
 
 class SmallTalk(unittest.TestCase):
     """data.py --small-talk: a larger share of the perturbed training split's [] requests is small

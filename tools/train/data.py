@@ -663,19 +663,28 @@ class Generator:
 
     def rename_noun(self):
         """The new noun of a renamed group: with rename_words a word of the word source (any of its
-        ~60,000, so that no word can be learned as a tool's: split B's words are as new; not a family's
-        word, nor an invented-tool word held out for split A); else a noun
+        ~60,000 that may_rename_to allows, so that no word can be learned as a tool's: split B's words
+        are as new); else a noun
         of the invented tools' training vocabulary, or a pseudo-word as often as invented tools take one."""
         rng = self.rng
         if self.chance(self.shares.rename_words):
             for _ in range(100):
                 word = LEXICONS["words"].word(rng, plain=True)
-                if not (RENAME_WORD_SKIP.search(word) or word in F.FAMILY_WORDS or word in _RENAME_FORMS
-                        or word in self.vocab[False].held_words):
+                if self.may_rename_to(word):
                     return word
         if rng.random() < 0.3:
             return I.pseudo_word(rng, W.PSEUDO_NOUN_ENDINGS)
         return pick(rng, self.vocab[False].nouns)
+
+    def may_rename_to(self, word):
+        """Whether a word of the word source may be a renamed tool's new noun: not a past tense,
+        participle, adverb or plural (RENAME_WORD_SKIP), and neither it nor its plural a family's word
+        (split B's included), a renamed noun or an invented-tool word held out for split A. Both
+        numbers, since a renamed name or request may take the plural ("bellow" would make add_bellows,
+        and "bellows" is held out; "calorie" would make split B's "calories")."""
+        return not (RENAME_WORD_SKIP.search(word) or
+                    any(w in F.FAMILY_WORDS or w in _RENAME_FORMS or w in self.vocab[False].held_words
+                        for w in (word, plural(word))))
 
     def clause_for_set(self, group, kind, imperative=False, besides=None):
         """A clause of `kind` ("family" or "invented") that calls a tool of the set other than
