@@ -33,7 +33,7 @@ import re
 import sys
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -219,25 +219,51 @@ class ToolSet:
 
 # --- the generator -------------------------------------------------------------------------------
 
+_PERTURBED = "(it is drawn with the perturbed training split)"
+
+
+def _share(help, needs=None, given=None):
+    """A field of Shares: 0 by default; its --help text; what it needs besides its own value (the
+    options) and whether main()'s arguments give that (None: nothing)."""
+    return field(default=0.0, metadata={"help": help, "needs": needs, "given": given})
+
+
 @dataclass(frozen=True)
 class Shares:
-    """The share options of the training split drawn again (main's --perturb ... --small-talk), each
-    from 0 to 1, in manifest.json's order; 0 draws nothing (Generator.chance). docs/training-data.md
-    has a section on each."""
-    # training family clauses whose template words are perturbed (slots.perturb_template)
-    perturb: float = 0.0
-    # groups followed by their [] twin (Generator.twin_group)
-    twins: float = 0.0
-    # invented tools' request frames perturbed (perturb_frame)
-    perturb_invented: float = 0.0
-    # groups with a called family tool's noun renamed (Generator.rename_group) ...
-    rename: float = 0.0
-    # ... of those, the tool's name in the other number (rename_identifier's flip)
-    rename_forms: float = 0.0
-    # ... of those, the new noun a word of the word source (Generator.rename_noun)
-    rename_words: float = 0.0
-    # the [] requests that are small talk, smalltalk.COMPOSED of them composed (smalltalk.compose)
-    small_talk: float = 0.0
+    """The share options of the training split drawn again (main's --perturb ... --small-talk, each
+    a field in manifest.json's order), each from 0 to 1; 0 draws nothing (Generator.chance)."""
+    perturb: float = _share(
+        "share of training family requests whose template words are perturbed (slots.perturb_template; "
+        "docs/training-data.md, \"Perturbed phrasings\"; default 0: none)")
+    twins: float = _share(
+        "with --perturb and --group: share of training groups followed by their [] twin, the same requests "
+        "against tools none of them fits (Generator.twin_group; docs/training-data.md, \"[] twins\"; "
+        "default 0: none)",
+        "--perturb and --group (the twins are drawn with the perturbed training split)",
+        lambda a: a.perturb and a.group > 1)
+    perturb_invented: float = _share(
+        "with --perturb: share of training requests for invented tools whose frame is perturbed "
+        "(perturb_frame; docs/training-data.md, \"Perturbed frames\"; default 0: none)",
+        "--perturb " + _PERTURBED, lambda a: a.perturb)
+    rename: float = _share(
+        "with --perturb and --group: share of training groups in which a noun that a called family tool's "
+        "name shares with its requests is renamed to a new word, in the tool and the requests "
+        "(Generator.rename_group; docs/training-data.md, \"Renamed nouns\"; default 0: none)",
+        "--perturb and --group " + _PERTURBED, lambda a: a.perturb and a.group > 1)
+    rename_forms: float = _share(
+        "with --rename: share of the renamed groups whose tool name takes the new word in the other number "
+        "(set_lanterns for \"a lantern\"; docs/training-data.md, \"Renamed nouns\"; default 0: none)",
+        "--rename (it varies the renamed tools' names)", lambda a: a.rename)
+    rename_words: float = _share(
+        "with --rename: share of the renamed groups whose new noun is a word of the word source (Debian's "
+        "wamerican) instead of the invented tools' nouns or a pseudo-word (Generator.rename_noun; "
+        "docs/training-data.md, \"Renamed nouns\"; default 0: none)",
+        "--rename (it draws the renamed tools' new nouns)", lambda a: a.rename)
+    small_talk: float = _share(
+        "with --perturb: share of the training split's [] requests that are small talk, three in four "
+        "composed (smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of "
+        "them, from a fixed list)",
+        "--perturb " + _PERTURBED, lambda a: a.perturb)
 
     def options(self):
         """The command-line spelling of the shares that are not 0 (perturb always), for the log."""
@@ -1272,18 +1298,6 @@ def read_split(path):
         return [json.loads(line) for line in f]
 
 
-# What a share option of main() (a field of Shares) needs besides its own value: the options, and
-# whether the arguments give them. perturb needs nothing.
-_PERTURBED = "(it is drawn with the perturbed training split)"
-SHARE_NEEDS = {
-    "twins": ("--perturb and --group (the twins are drawn with the perturbed training split)",
-              lambda a: a.perturb and a.group > 1),
-    "perturb_invented": ("--perturb " + _PERTURBED, lambda a: a.perturb),
-    "rename": ("--perturb and --group " + _PERTURBED, lambda a: a.perturb and a.group > 1),
-    "rename_forms": ("--rename (it varies the renamed tools' names)", lambda a: a.rename),
-    "rename_words": ("--rename (it draws the renamed tools' new nouns)", lambda a: a.rename),
-    "small_talk": ("--perturb " + _PERTURBED, lambda a: a.perturb),
-}
 
 
 def main(argv=None):
@@ -1296,37 +1310,13 @@ def main(argv=None):
     ap.add_argument("--group", type=int, default=1,
                     help="training examples in groups of up to K that share tools and system turn, each "
                          "line with its group's number in \"group\" (default 1: no groups)")
-    ap.add_argument("--perturb", type=float, default=0.0,
-                    help="share of training family requests whose template words are perturbed "
-                         "(docs/training-data.md, \"Perturbed phrasings\"; default 0: none)")
-    ap.add_argument("--twins", type=float, default=0.0,
-                    help="with --perturb and --group: share of training groups followed by their [] twin, "
-                         "the same requests against tools none of them fits (docs/training-data.md, "
-                         "\"[] twins\"; default 0: none)")
-    ap.add_argument("--perturb-invented", type=float, default=0.0,
-                    help="with --perturb: share of training requests for invented tools whose frame is "
-                         "perturbed (docs/training-data.md, \"Perturbed frames\"; default 0: none)")
-    ap.add_argument("--rename", type=float, default=0.0,
-                    help="with --perturb and --group: share of training groups in which a noun that a called "
-                         "family tool's name shares with its requests is renamed to a new word, in the tool "
-                         "and the requests (docs/training-data.md, \"Renamed nouns\"; default 0: none)")
-    ap.add_argument("--rename-forms", type=float, default=0.0,
-                    help="with --rename: share of the renamed groups whose tool name takes the new word in the "
-                         "other number (set_lanterns for \"a lantern\"; docs/training-data.md, \"Renamed "
-                         "nouns\"; default 0: none)")
-    ap.add_argument("--rename-words", type=float, default=0.0,
-                    help="with --rename: share of the renamed groups whose new noun is a word of the word "
-                         "source (Debian's wamerican) instead of the invented tools' nouns or a pseudo-word "
-                         "(docs/training-data.md, \"Renamed nouns\"; default 0: none)")
-    ap.add_argument("--small-talk", type=float, default=0.0,
-                    help="with --perturb: share of the training split's [] requests that are small talk, "
-                         "three in four composed (docs/training-data.md, \"Composed small talk\"; default "
-                         "0: 15%% of them, from a fixed list)")
+    for f in fields(Shares):
+        ap.add_argument("--" + f.name.replace("_", "-"), type=float, default=0.0, help=f.metadata["help"])
     args = ap.parse_args(argv)
     shares = Shares(**{f.name: getattr(args, f.name) for f in fields(Shares)})
     for f in fields(shares):
         option, value = "--" + f.name.replace("_", "-"), getattr(shares, f.name)
-        needs, given = SHARE_NEEDS.get(f.name, (None, None))
+        needs, given = f.metadata["needs"], f.metadata["given"]
         if not 0.0 <= value <= 1.0:
             ap.error(f"{option} {value}: must be from 0 to 1")
         if value and needs and not given(args):
