@@ -490,6 +490,88 @@ class Data(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class BpeDropout(unittest.TestCase):
+    """--bpe-dropout: render.encode_example_dropout and load_grouped_examples(bpe_dropout=...)."""
+
+    TOOLS = [{"name": "set_timer", "description": "Start a countdown timer.",
+              "parameters": {"type": "object", "properties": {"minutes": {"type": "integer"}},
+                             "required": ["minutes"]}},
+             {"name": "search_hotels", "description": "Find hotels in a city.",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                             "required": ["city"]}}]
+    REQUESTS = ["timer for {k} minutes please", "find me hotels in Lisbon {k}", "set a countdown of {k} minutes",
+                "any hotels around Zürich? {k}"]
+
+    @classmethod
+    def setUpClass(cls):
+        import tokenizer
+        cls.tmp = tempfile.mkdtemp()
+        cls.examples = []
+        for k in range(60):  # 15 groups of 4: one set of tools each, four requests
+            system = "You call tools." if k % 8 == 0 else ""
+            tools = cls.TOOLS[k % 2:] + cls.TOOLS[:k % 2]
+            for j, request in enumerate(cls.REQUESTS):
+                calls = [{"name": "set_timer", "arguments": {"minutes": k}}] if j % 2 == 0 else []
+                cls.examples.append({"id": f"x{k}-{j}", "split": "train", "family": "t", "system": system,
+                                     "tools": tools, "query": request.format(k=k), "calls": calls, "group": k})
+        corpus = os.path.join(cls.tmp, "corpus.txt")
+        tokenizer.write_corpus(cls.examples, corpus)
+        tokenizer.train(corpus, os.path.join(cls.tmp, "t"), 400)
+        cls.model = os.path.join(cls.tmp, "t.model")
+        cls.data = os.path.join(cls.tmp, "train.jsonl")
+        with open(cls.data, "w") as f:
+            f.writelines(json.dumps(ex) + "\n" for ex in cls.examples)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def test_dropout_zero_is_the_usual_encoding(self):
+        import render
+        import sentencepiece as spm
+        sp = spm.SentencePieceProcessor(model_file=self.model)
+        head = None
+        for ex in self.examples:
+            prompt, target, head = render.encode_example_dropout(sp, ex, 0.0, head)
+            self.assertEqual((prompt, target), render.encode_example(sp, ex), ex["id"])
+
+    def test_dropout_cuts_prompts_finer_keeps_text_replies_and_group_heads(self):
+        import render
+        import sentencepiece as spm
+        sp = spm.SentencePieceProcessor(model_file=self.model)
+        usual = [render.encode_example(sp, ex) for ex in self.examples]
+        for cache in (None, os.path.join(self.tmp, "cache")):
+            for _ in range(2):  # the second read with the cache comes from it
+                loaded, groups = train.load_grouped_examples(self.data, self.model, cache, bpe_dropout=0.3, seed=4)
+                self.assertEqual(groups.tolist(), [ex["group"] for ex in self.examples])
+                again, _ = train.load_grouped_examples(self.data, self.model, None, bpe_dropout=0.3, seed=4)
+                self.assertEqual([p.tolist() for p, _ in loaded], [p.tolist() for p, _ in again])  # seeded
+                for (prompt, target), (usual_prompt, usual_target) in zip(loaded, usual):
+                    self.assertEqual(prompt[0], render.BOS_ID)
+                    self.assertEqual(sp.decode(prompt[1:].tolist()), sp.decode(usual_prompt[1:]))
+                    self.assertEqual(target.tolist(), usual_target)  # the reply keeps the usual pieces
+                self.assertGreater(sum(len(p) for p, _ in loaded), 1.1 * sum(len(p) for p, _ in usual))
+                # A group's members share their head's pieces: the grouped batch runs it once.
+                marker = sp.piece_to_id(render.TOOLS_END)
+                for prefix, members in train.make_groups(loaded, groups):
+                    self.assertIn(marker, prefix.tolist())
+        other, _ = train.load_grouped_examples(self.data, self.model, None, bpe_dropout=0.3, seed=5)
+        self.assertNotEqual([p.tolist() for p, _ in loaded], [p.tolist() for p, _ in other])
+        self.assertEqual(len(os.listdir(os.path.join(self.tmp, "cache"))), 1)
+        plain, _ = train.load_grouped_examples(self.data, self.model, os.path.join(self.tmp, "cache"))
+        self.assertEqual([p.tolist() for p, _ in plain], [p for p, _ in usual])  # its own cache file
+        self.assertEqual(len(os.listdir(os.path.join(self.tmp, "cache"))), 2)
+
+    def test_bpe_dropout_must_be_a_probability_below_one(self):
+        base = ["--data", self.data, "--out", self.tmp, "--steps", "1"]
+        self.assertEqual(train.parse_args(base).bpe_dropout, 0.0)
+        self.assertEqual(train.parse_args(base + ["--bpe-dropout", "0.1"]).bpe_dropout, 0.1)
+        for bad in ("1", "-0.1"):
+            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+                train.parse_args(base + ["--bpe-dropout", bad])
+            self.assertIn("--bpe-dropout must be at least 0 and below 1", err.getvalue())
+
+
 def write_copy_data(path, n, seed):
     """n tokenised examples at `path` whose reply copies the prompt's tokens 1..3, then EOS; returns path."""
     rng = np.random.default_rng(seed)

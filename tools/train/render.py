@@ -14,6 +14,7 @@ import json
 
 BOS_ID = 2
 EOS_ID = 1
+TOOLS_END = "</tools>"  # the marker that ends the part of the prompt a group's examples share
 
 
 def ordered_tool(tool):
@@ -54,3 +55,41 @@ def encode_example(sp, ex):
     prompt_ids = [BOS_ID] + sp.encode(prompt_text(ex))
     target_ids = sp.encode(target_text(ex)) + [EOS_ID]
     return prompt_ids, target_ids
+
+
+def prompt_head_and_tail(ex):
+    """prompt_text(ex) cut after the </tools> marker: the head (system turn and tools, which the
+    examples of a data.py group share) and the tail (the request and the assistant header)."""
+    text = prompt_text(ex)
+    cut = text.index(TOOLS_END) + len(TOOLS_END)
+    return text[:cut], text[cut:]
+
+
+def encode_sampled(sp, text, dropout, after_tools_end=False):
+    """sp.encode(text) with BPE dropout: SentencePiece's sampling, which for a BPE model skips each
+    merge with probability `dropout` (0 = the usual pieces). With after_tools_end the text is encoded
+    as the continuation of a prompt head that ends in </tools>: without the dummy-prefix piece that
+    starts a text of its own. encode_sampled(head) + encode_sampled(tail, after_tools_end=True) with
+    dropout 0 is exactly sp.encode(head + tail) (tested on the training data)."""
+    options = {"enable_sampling": True, "alpha": dropout, "nbest_size": -1} if dropout > 0 else {}
+    if not after_tools_end:
+        return sp.encode(text, **options)
+    ids = sp.encode(TOOLS_END + text, **options)
+    lead = [sp.id_to_piece(i) for i in ids[:2]]
+    if lead != ["\u2581", TOOLS_END]:
+        raise ValueError(f"encode_sampled: {TOOLS_END} + text began with pieces {lead}, not the "
+                         f"dummy prefix and the marker")
+    return ids[2:]
+
+
+def encode_example_dropout(sp, ex, dropout, head=None):
+    """encode_example's (prompt_ids, target_ids) with BPE dropout on the prompt (the reply keeps the
+    usual pieces: the model is taught to answer as it will be read), and the head it used as
+    (head_text, head_ids). Pass the previous example's head back as `head`: when this example's head
+    text is the same, its pieces are reused, so a group's prompts still share their beginning."""
+    head_text, tail_text = prompt_head_and_tail(ex)
+    if head is None or head[0] != head_text:
+        head = (head_text, encode_sampled(sp, head_text, dropout))
+    prompt_ids = [BOS_ID] + head[1] + encode_sampled(sp, tail_text, dropout, after_tools_end=True)
+    target_ids = sp.encode(target_text(ex)) + [EOS_ID]
+    return prompt_ids, target_ids, head

@@ -44,7 +44,7 @@ CHECKPOINT = "checkpoint.pt"
 # threads, device, logging and evaluation may change between invocations.)
 RUN_SETTINGS = {"geometry": "d256l6", "bits_map": "embedding=4,mhc=4,default=2", "seed": 1,
                 "batch_tokens": 4096, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100, "weight_decay": 0.1,
-                "clip": 1.0, "replan_every": 50, "decision_weight": 1.0}
+                "clip": 1.0, "replan_every": 50, "decision_weight": 1.0, "bpe_dropout": 0.0}
 LOG_FIELDS = ["step", "epoch", "tokens", "elapsed_s", "lr", "loss", "accuracy", "tokens_per_s",
               "eval_loss", "eval_accuracy", "examples", "examples_per_s"]
 
@@ -64,12 +64,17 @@ def load_examples(path: str, tokenizer: str | None, cache_dir: str | None = None
     return load_grouped_examples(path, tokenizer, cache_dir)[0]
 
 
-def load_grouped_examples(path: str, tokenizer: str | None, cache_dir: str | None = None) -> tuple:
+def load_grouped_examples(path: str, tokenizer: str | None, cache_dir: str | None = None,
+                          bpe_dropout: float = 0.0, seed: int = 1) -> tuple:
     """load_examples's list and, for grouped data (data.py --group: every line has "group", a
     group's lines consecutive), each example's group number as an int64 array; None for ungrouped
     data. A line without "group" among lines with one, or a group whose lines are not consecutive,
-    is an error naming the line."""
+    is an error naming the line. With bpe_dropout > 0 the prompts the examples render to are cut
+    into pieces with BPE dropout (render.encode_example_dropout, SentencePiece's sampler seeded with
+    `seed`): one draw per group for the shared head, one per example for the rest."""
     key = _file_key(path) + (_file_key(tokenizer) if tokenizer else "")
+    if bpe_dropout > 0:
+        key += f":bpe-dropout={bpe_dropout}:seed={seed}"
     cache = os.path.join(cache_dir, f"tokens-{hashlib.sha1(key.encode()).hexdigest()[:12]}.npz") \
         if cache_dir else None
     if cache and os.path.exists(cache):
@@ -77,7 +82,45 @@ def load_grouped_examples(path: str, tokenizer: str | None, cache_dir: str | Non
         # A cache written before groups were read has no "group": read the file again if it has them.
         if "group" in z.files or not _first_line_has_group(path):
             return _split_ragged(z), (z["group"] if "group" in z.files else None)
-    sp = encode = None
+    if bpe_dropout > 0:
+        examples, groups = _in_fresh_thread(_read_examples, path, tokenizer, bpe_dropout, seed)
+    else:
+        examples, groups = _read_examples(path, tokenizer)
+    if cache:
+        os.makedirs(cache_dir, exist_ok=True)
+        tmp = cache + ".tmp.npz"
+        arrays = _join_ragged(examples)
+        if groups is not None:
+            arrays["group"] = groups
+        np.savez(tmp, **arrays)
+        os.replace(tmp, cache)
+    return examples, groups
+
+
+def _in_fresh_thread(fn, *args):
+    """fn(*args) run on a new thread, its result or its exception handed back. SentencePiece's
+    sampler draws from a generator each thread seeds once, at its first draw, from the seed set last
+    (set_random_generator_seed): only a thread that has not sampled yet follows a new seed."""
+    import threading
+    out = {}
+
+    def call():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 -- handed to the caller's thread
+            out["error"] = e
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def _read_examples(path: str, tokenizer: str | None, bpe_dropout: float = 0.0, seed: int = 1) -> tuple:
+    """load_grouped_examples's reading, without the cache. With bpe_dropout > 0, call it on a thread
+    that has not sampled yet (_in_fresh_thread), so that `seed` decides the pieces."""
+    sp = encode = head = None
     examples, groups, seen_groups, grouped = [], [], set(), None
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
@@ -92,7 +135,16 @@ def load_grouped_examples(path: str, tokenizer: str | None, cache_dir: str | Non
             else:
                 if encode is None:
                     sp, encode = _renderer(tokenizer, path)
-                prompt, target = encode(sp, ex)
+                    if bpe_dropout > 0:
+                        import render
+                        import sentencepiece as spm
+                        spm.set_random_generator_seed(seed)
+                if bpe_dropout > 0:
+                    if not groups or ex.get("group") != groups[-1]:
+                        head = None  # a new group draws its own head pieces
+                    prompt, target, head = render.encode_example_dropout(sp, ex, bpe_dropout, head)
+                else:
+                    prompt, target = encode(sp, ex)
             if not prompt or not target:
                 raise ValueError(f"{path} line {number}: empty prompt or reply")
             if grouped is None:
@@ -110,16 +162,7 @@ def load_grouped_examples(path: str, tokenizer: str | None, cache_dir: str | Non
                 seen_groups.add(group)
                 groups.append(group)
             examples.append((np.asarray(prompt, np.int32), np.asarray(target, np.int32)))
-    groups = np.asarray(groups, np.int64) if groups else None
-    if cache:
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = cache + ".tmp.npz"
-        arrays = _join_ragged(examples)
-        if groups is not None:
-            arrays["group"] = groups
-        np.savez(tmp, **arrays)
-        os.replace(tmp, cache)
-    return examples, groups
+    return examples, (np.asarray(groups, np.int64) if groups else None)
 
 
 def _first_line_has_group(path: str) -> bool:
@@ -495,6 +538,11 @@ def parse_args(argv=None):
                     help="loss weight of each reply's decision token (the one after <tool_call>: [] or a "
                          "call) against 1 for the others (default 1: a plain mean; the logged loss is the "
                          "weighted mean, the eval loss stays plain)")
+    ap.add_argument("--bpe-dropout", type=float,
+                    help="BPE dropout on the training prompts: each merge of the tokenizer skipped with this "
+                         "probability when the examples are cut into pieces, so that a word is also seen in "
+                         "smaller pieces than its usual ones (default 0: the usual pieces; the replies and "
+                         "the held-out files keep the usual pieces)")
     ap.add_argument("--seed", type=int, help="initial weights and data order (default 1)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads (default: all cores)")
@@ -518,6 +566,8 @@ def parse_args(argv=None):
         ap.error("give a budget: --minutes, --tokens and/or --steps")
     if args.init and args.resume:
         ap.error("--init starts a new run; --resume continues one: give one of them")
+    if args.bpe_dropout is not None and not 0 <= args.bpe_dropout < 1:
+        ap.error(f"--bpe-dropout must be at least 0 and below 1, not {args.bpe_dropout}")
     return args
 
 
@@ -568,7 +618,8 @@ def run(args) -> dict:
 
     data_file = args.data if args.data.endswith(".jsonl") else os.path.join(args.data, "train.jsonl")
     t0 = time.perf_counter()
-    examples, group_ids = load_grouped_examples(data_file, args.tokenizer, os.path.join(args.out, "cache"))
+    examples, group_ids = load_grouped_examples(data_file, args.tokenizer, os.path.join(args.out, "cache"),
+                                                args.bpe_dropout, args.seed)
     if resumed or initial:
         g = M.Geometry.from_dict((resumed or initial)["geometry"])
     else:
