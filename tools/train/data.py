@@ -265,9 +265,14 @@ class Shares:
         "them, from a fixed list)",
         "--perturb " + _PERTURBED, lambda a: a.perturb)
 
+    @staticmethod
+    def option(name):
+        """The command-line option of the share field `name` (rename_words -> --rename-words)."""
+        return "--" + name.replace("_", "-")
+
     def options(self):
         """The command-line spelling of the shares that are not 0 (perturb always), for the log."""
-        return " ".join(f"--{f.name.replace('_', '-')} {getattr(self, f.name)}" for f in fields(self)
+        return " ".join(f"{self.option(f.name)} {getattr(self, f.name)}" for f in fields(self)
                         if getattr(self, f.name) or f.name == "perturb")
 
 
@@ -1311,11 +1316,11 @@ def main(argv=None):
                     help="training examples in groups of up to K that share tools and system turn, each "
                          "line with its group's number in \"group\" (default 1: no groups)")
     for f in fields(Shares):
-        ap.add_argument("--" + f.name.replace("_", "-"), type=float, default=0.0, help=f.metadata["help"])
+        ap.add_argument(Shares.option(f.name), type=float, default=0.0, help=f.metadata["help"])
     args = ap.parse_args(argv)
     shares = Shares(**{f.name: getattr(args, f.name) for f in fields(Shares)})
     for f in fields(shares):
-        option, value = "--" + f.name.replace("_", "-"), getattr(shares, f.name)
+        option, value = Shares.option(f.name), getattr(shares, f.name)
         needs, given = f.metadata["needs"], f.metadata["given"]
         if not 0.0 <= value <= 1.0:
             ap.error(f"{option} {value}: must be from 0 to 1")
