@@ -52,9 +52,12 @@ def encode_example(sp, ex):
     """(prompt_ids, target_ids) for a sentencepiece.SentencePieceProcessor `sp`: the prompt starts
     with BOS; the target is encoded separately (so it starts with the dummy-prefix piece) and ends
     with EOS."""
-    prompt_ids = [BOS_ID] + sp.encode(prompt_text(ex))
-    target_ids = sp.encode(target_text(ex)) + [EOS_ID]
-    return prompt_ids, target_ids
+    return [BOS_ID] + sp.encode(prompt_text(ex)), encode_target(sp, ex)
+
+
+def encode_target(sp, ex):
+    """The reply's ids: its own text's pieces (so it starts with the dummy-prefix piece), then EOS."""
+    return sp.encode(target_text(ex)) + [EOS_ID]
 
 
 def prompt_head_and_tail(ex):
@@ -91,5 +94,4 @@ def encode_example_dropout(sp, ex, dropout, head=None):
     if head is None or head[0] != head_text:
         head = (head_text, encode_sampled(sp, head_text, dropout))
     prompt_ids = [BOS_ID] + head[1] + encode_sampled(sp, tail_text, dropout, after_tools_end=True)
-    target_ids = sp.encode(target_text(ex)) + [EOS_ID]
-    return prompt_ids, target_ids, head
+    return prompt_ids, encode_target(sp, ex), head

@@ -120,7 +120,7 @@ def _in_fresh_thread(fn, *args):
 def _read_examples(path: str, tokenizer: str | None, bpe_dropout: float = 0.0, seed: int = 1) -> tuple:
     """load_grouped_examples's reading, without the cache. With bpe_dropout > 0, call it on a thread
     that has not sampled yet (_in_fresh_thread), so that `seed` decides the pieces."""
-    sp = encode = head = None
+    sp = render = head = None
     examples, groups, seen_groups, grouped = [], [], set(), None
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
@@ -133,18 +133,14 @@ def _read_examples(path: str, tokenizer: str | None, bpe_dropout: float = 0.0, s
             if "prompt_ids" in ex:
                 prompt, target = ex["prompt_ids"], ex["target_ids"]
             else:
-                if encode is None:
-                    sp, encode = _renderer(tokenizer, path)
-                    if bpe_dropout > 0:
-                        import render
-                        import sentencepiece as spm
-                        spm.set_random_generator_seed(seed)
+                if render is None:
+                    sp, render = _renderer(tokenizer, path, seed if bpe_dropout > 0 else None)
                 if bpe_dropout > 0:
                     if not groups or ex.get("group") != groups[-1]:
                         head = None  # a new group draws its own head pieces
                     prompt, target, head = render.encode_example_dropout(sp, ex, bpe_dropout, head)
                 else:
-                    prompt, target = encode(sp, ex)
+                    prompt, target = render.encode_example(sp, ex)
             if not prompt or not target:
                 raise ValueError(f"{path} line {number}: empty prompt or reply")
             if grouped is None:
@@ -181,8 +177,9 @@ def _file_key(path: str) -> str:
     return f"{os.path.abspath(path)}:{st.st_size}:{st.st_mtime_ns}"
 
 
-def _renderer(tokenizer: str | None, path: str):
-    """render.encode_example (the data helper's tools/train/render.py) and the tokenizer."""
+def _renderer(tokenizer: str | None, path: str, sampling_seed: int | None = None):
+    """The tokenizer and the data helper's tools/train/render.py module (its encode_example, and
+    encode_example_dropout after seeding SentencePiece's sampler with sampling_seed)."""
     if not tokenizer:
         raise ValueError(f"{path}: the examples need rendering; give --tokenizer MODEL.model")
     try:
@@ -190,7 +187,9 @@ def _renderer(tokenizer: str | None, path: str):
     except ImportError as e:
         raise ValueError(f"{path}: the examples need tools/train/render.py ({e})") from None
     import sentencepiece as spm
-    return spm.SentencePieceProcessor(model_file=tokenizer), render.encode_example
+    if sampling_seed is not None:
+        spm.set_random_generator_seed(sampling_seed)
+    return spm.SentencePieceProcessor(model_file=tokenizer), render
 
 
 def _join_ragged(examples: list) -> dict:
