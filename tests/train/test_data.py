@@ -845,6 +845,23 @@ class Grouped(unittest.TestCase):
                          "--perturb 0.8 --rename 0.5 --small-talk 0.4")
         self.assertEqual(data.Shares().options(), "--perturb 0.0")
 
+    def test_main_refuses_a_share_without_what_it_needs(self):
+        # Checked before anything is drawn or written: each message names the option and what it needs.
+        cases = [(["--perturb", "0.5", "--twins", "0.2"], "--twins needs --perturb and --group (it is drawn"),
+                 (["--group", "4", "--twins", "0.2"], "--twins needs --perturb and --group"),
+                 (["--perturb-invented", "0.5"], "--perturb-invented needs --perturb (it is drawn"),
+                 (["--perturb", "0.5", "--group", "4", "--rename-words", "0.9"],
+                  "--rename-words needs --rename (it draws the renamed tools' new nouns)"),
+                 (["--perturb", "0.5", "--small-talk", "1.5"], "--small-talk 1.5: must be from 0 to 1")]
+        for argv, message in cases:
+            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+                data.main(["--out", os.path.join(tempfile.gettempdir(), "never-written")] + argv)
+            self.assertIn(message, err.getvalue(), argv)
+        help_text = io.StringIO()
+        with contextlib.redirect_stdout(help_text), self.assertRaises(SystemExit):
+            data.main(["--help"])
+        self.assertIn("with --perturb and --group: share of training groups followed by", " ".join(help_text.getvalue().split()))
+
     def test_each_group_check_catches_its_violation(self):
         def problems_after(mutate):
             splits = {k: copy.deepcopy(v) for k, v in GROUPED.items()}

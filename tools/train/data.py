@@ -219,13 +219,20 @@ class ToolSet:
 
 # --- the generator -------------------------------------------------------------------------------
 
-_PERTURBED = "(it is drawn with the perturbed training split)"
+_PERTURBED = "it is drawn with the perturbed training split"
 
 
-def _share(help, needs=None, given=None):
-    """A field of Shares: 0 by default; its --help text; what it needs besides its own value (the
-    options) and whether main()'s arguments give that (None: nothing)."""
-    return field(default=0.0, metadata={"help": help, "needs": needs, "given": given})
+def option(name):
+    """The command-line option of a main() argument named `name` (rename_words -> --rename-words)."""
+    return "--" + name.replace("_", "-")
+
+
+def _share(help, needs=(), why=None):
+    """A field of Shares: 0 by default; its --help text; `needs`, the other main() options it needs
+    (given when not at their default: --perturb above 0, --group above 1), and why it needs them."""
+    if needs:
+        help = f"with {' and '.join(map(option, needs))}: {help}"
+    return field(default=0.0, metadata={"help": help, "needs": needs, "why": why})
 
 
 @dataclass(frozen=True)
@@ -236,43 +243,36 @@ class Shares:
         "share of training family requests whose template words are perturbed (slots.perturb_template; "
         "docs/training-data.md, \"Perturbed phrasings\"; default 0: none)")
     twins: float = _share(
-        "with --perturb and --group: share of training groups followed by their [] twin, the same requests "
-        "against tools none of them fits (Generator.twin_group; docs/training-data.md, \"[] twins\"; "
-        "default 0: none)",
-        "--perturb and --group (the twins are drawn with the perturbed training split)",
-        lambda a: a.perturb and a.group > 1)
+        "share of training groups followed by their [] twin, the same requests against tools none of them "
+        "fits (Generator.twin_group; docs/training-data.md, \"[] twins\"; default 0: none)",
+        ("perturb", "group"), _PERTURBED)
     perturb_invented: float = _share(
-        "with --perturb: share of training requests for invented tools whose frame is perturbed "
-        "(perturb_frame; docs/training-data.md, \"Perturbed frames\"; default 0: none)",
-        "--perturb " + _PERTURBED, lambda a: a.perturb)
+        "share of training requests for invented tools whose frame is perturbed (perturb_frame; "
+        "docs/training-data.md, \"Perturbed frames\"; default 0: none)",
+        ("perturb",), _PERTURBED)
     rename: float = _share(
-        "with --perturb and --group: share of training groups in which a noun that a called family tool's "
-        "name shares with its requests is renamed to a new word, in the tool and the requests "
-        "(Generator.rename_group; docs/training-data.md, \"Renamed nouns\"; default 0: none)",
-        "--perturb and --group " + _PERTURBED, lambda a: a.perturb and a.group > 1)
-    rename_forms: float = _share(
-        "with --rename: share of the renamed groups whose tool name takes the new word in the other number "
-        "(set_lanterns for \"a lantern\"; docs/training-data.md, \"Renamed nouns\"; default 0: none)",
-        "--rename (it varies the renamed tools' names)", lambda a: a.rename)
-    rename_words: float = _share(
-        "with --rename: share of the renamed groups whose new noun is a word of the word source (Debian's "
-        "wamerican) instead of the invented tools' nouns or a pseudo-word (Generator.rename_noun; "
+        "share of training groups in which a noun that a called family tool's name shares with its requests "
+        "is renamed to a new word, in the tool and the requests (Generator.rename_group; "
         "docs/training-data.md, \"Renamed nouns\"; default 0: none)",
-        "--rename (it draws the renamed tools' new nouns)", lambda a: a.rename)
+        ("perturb", "group"), _PERTURBED)
+    rename_forms: float = _share(
+        "share of the renamed groups whose tool name takes the new word in the other number (set_lanterns "
+        "for \"a lantern\"; docs/training-data.md, \"Renamed nouns\"; default 0: none)",
+        ("rename",), "it varies the renamed tools' names")
+    rename_words: float = _share(
+        "share of the renamed groups whose new noun is a word of the word source (Debian's wamerican) "
+        "instead of the invented tools' nouns or a pseudo-word (Generator.rename_noun; "
+        "docs/training-data.md, \"Renamed nouns\"; default 0: none)",
+        ("rename",), "it draws the renamed tools' new nouns")
     small_talk: float = _share(
-        "with --perturb: share of the training split's [] requests that are small talk, three in four "
-        "composed (smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of "
-        "them, from a fixed list)",
-        "--perturb " + _PERTURBED, lambda a: a.perturb)
-
-    @staticmethod
-    def option(name):
-        """The command-line option of the share field `name` (rename_words -> --rename-words)."""
-        return "--" + name.replace("_", "-")
+        "share of the training split's [] requests that are small talk, three in four composed "
+        "(smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of them, "
+        "from a fixed list)",
+        ("perturb",), _PERTURBED)
 
     def options(self):
         """The command-line spelling of the shares that are not 0 (perturb always), for the log."""
-        return " ".join(f"{self.option(f.name)} {getattr(self, f.name)}" for f in fields(self)
+        return " ".join(f"{option(f.name)} {getattr(self, f.name)}" for f in fields(self)
                         if getattr(self, f.name) or f.name == "perturb")
 
 
@@ -1316,16 +1316,15 @@ def main(argv=None):
                     help="training examples in groups of up to K that share tools and system turn, each "
                          "line with its group's number in \"group\" (default 1: no groups)")
     for f in fields(Shares):
-        ap.add_argument(Shares.option(f.name), type=float, default=0.0, help=f.metadata["help"])
+        ap.add_argument(option(f.name), type=float, default=0.0, help=f.metadata["help"])
     args = ap.parse_args(argv)
     shares = Shares(**{f.name: getattr(args, f.name) for f in fields(Shares)})
     for f in fields(shares):
-        option, value = Shares.option(f.name), getattr(shares, f.name)
-        needs, given = f.metadata["needs"], f.metadata["given"]
+        value, needs = getattr(shares, f.name), f.metadata["needs"]
         if not 0.0 <= value <= 1.0:
-            ap.error(f"{option} {value}: must be from 0 to 1")
-        if value and needs and not given(args):
-            ap.error(f"{option} needs {needs}")
+            ap.error(f"{option(f.name)} {value}: must be from 0 to 1")
+        if value and not all(getattr(args, n) != ap.get_default(n) for n in needs):
+            ap.error(f"{option(f.name)} needs {' and '.join(map(option, needs))} ({f.metadata['why']})")
     if args.train < 1 or args.eval < 1:
         ap.error("--train and --eval must be at least 1")
     if args.group < 1:
