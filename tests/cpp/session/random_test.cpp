@@ -44,6 +44,16 @@ struct UniformBackend : RecordingBackend {
   Rng rng{1};
 };
 
+// The uniform draw, with a copy of every mask it was offered.
+struct MaskRecordingBackend : UniformBackend {
+  using UniformBackend::UniformBackend;
+  uint32_t sample(const uint32_t* mask) override {
+    masks.emplace_back(mask, mask + words);
+    return UniformBackend::sample(mask);
+  }
+  std::vector<std::vector<uint32_t>> masks;
+};
+
 }  // namespace
 
 TEST_CASE("1000 random triples of tools and seed at temperature 1 on micro: every reply a valid call", "[session][random]") {
@@ -110,4 +120,58 @@ TEST_CASE("300 replies drawn uniformly from each mask: valid calls in every corn
   // tokens, since the session holds a fragment's last text token back for the draw).
   REQUIRE(calls >= 100);
   REQUIRE(withArguments >= 75);
+}
+
+// The session holds a forced fragment's last text token back for the draw, so that the model may
+// merge it with what follows; a token that spells only part of it (`":` where the rest is `":"`)
+// cuts the reply where SentencePiece would not, and is not offered. Replayed here with a fresh
+// matcher: at every draw where the grammar admits one continuation of two or more text symbols,
+// every token in the mask begins with all of them.
+TEST_CASE("after a held-back fragment token the mask offers only tokens that spell all of it", "[session][random]") {
+  const Loaded& l = micro();
+  const tc::TokenTable& table = l.session->table();
+  tc::Session session(*l.session);
+  MaskRecordingBackend backend(l);
+  Rng r{11};
+  size_t heldDraws = 0, offered = 0;
+  for (int i = 0; i < 100; ++i) {
+    tc::Request request;
+    const std::string tools = randomToolsJson(r);
+    request.tools = tc::parseTools(std::string_view(tools));
+    request.request = randomRequest(r);
+    request.maxTokens = 256;
+    INFO("walk " << i << ": tools " << tools);
+    backend.clear();
+    backend.masks.clear();
+    backend.rng.state = static_cast<uint64_t>(i) * 131 + 5;
+    const tc::Envelope env = session.complete(backend, request);
+    checkConstrainedReply(l, request, env, backend.streamed);
+    tc::Grammar grammar(offeredTools(request, env), tc::GrammarOptions{});
+    tc::Matcher m(grammar);
+    size_t draw = 0;
+    for (size_t k = 0; k < env.replyIds.size(); ++k) {
+      if (!backend.forced.at(k)) {
+        const std::vector<tc::Symbol> rest = m.forcedSymbols();
+        const bool text = std::none_of(rest.begin(), rest.end(), [](tc::Symbol s) { return tc::isMarker(s); });
+        if (text && rest.size() >= 2) {
+          ++heldDraws;
+          const std::vector<uint32_t>& mask = backend.masks.at(draw);
+          for (uint32_t id = 0; id < mask.size() * 32; ++id) {
+            if (!((mask[id >> 5] >> (id & 31)) & 1u)) continue;
+            const std::vector<tc::Symbol>& s = table.symbols(id);
+            INFO("draw " << draw << ", token " << id);
+            REQUIRE(s.size() >= rest.size());
+            REQUIRE(std::equal(rest.begin(), rest.end(), s.begin()));
+            ++offered;
+          }
+        }
+        ++draw;
+      }
+      REQUIRE(table.accept(m, env.replyIds[k]));
+    }
+    REQUIRE(draw == backend.masks.size());
+  }
+  std::cout << "held-back draws: " << heldDraws << ", " << offered << " tokens offered at them\n";
+  REQUIRE(heldDraws >= 100);
+  REQUIRE(offered >= heldDraws);
 }
