@@ -609,8 +609,8 @@ struct Session::Run {
   // Clears from vocabMask the allowed tokens that spell only a strict prefix of heldBack (`":`
   // where the fragment is `":"`): SentencePiece would rarely cut the reply there, so a model fed
   // such a piece is off its training distribution (measured: `"ticker":` then `":{}}]` as the
-  // value). The held-back token itself always stays; when the budget has removed it, the mask is
-  // left as it was.
+  // value). The held-back token itself passes; should the budget have removed every token that
+  // spells all of heldBack, the mask is left as it was.
   void keepHeldBackSpellings() {
     const TokenTable& table = model.table();
     bool any = false;
