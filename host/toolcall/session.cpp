@@ -389,9 +389,6 @@ struct Session::Run {
   std::unique_ptr<Matcher> matcher;
   std::unique_ptr<Masker> masker;
   std::vector<uint32_t> tableMask, vocabMask;
-  // The symbols of a forced fragment's held-back last token (feedForced): the next draw must spell
-  // all of them, and may run on past them. Empty when the next draw is free.
-  std::vector<Symbol> heldBack;
   Utf8Stream stream;
   // Confidence: the sampled tokens inside the call block.
   bool inCall = false;
@@ -559,17 +556,13 @@ struct Session::Run {
   // Feeds the forced fragment at the matcher's state, but for its last token when that is text and
   // the fragment does not end the reply: the model was trained on whole-reply tokenizations, where
   // a fragment's last piece is often merged with what follows (`[{"`, `":{"`), so it is left to a
-  // masked draw (heldBack), which offers exactly the tokens that spell the whole rest of the
-  // fragment and may go on past it. Returns Fed (something was fed), Ended (the reply is over) or
-  // Nothing (a draw is next).
+  // masked draw, which offers exactly the tokens that spell the whole rest of the fragment and may
+  // go on past it (keepSpellingsOf). Returns Fed (something was fed), Ended (the reply is over) or
+  // Nothing (a draw is next: the fragment is one text token).
   enum class Forced : uint8_t { Nothing, Fed, Ended };
   Forced feedForced(const std::vector<Symbol>& symbols, double constraintStart) {
     std::vector<uint32_t> ids = forcedTokens(symbols);
-    heldBack.clear();
-    if (!endsReply(ids) && !ids.empty() && !isMarkerId(ids.back())) {
-      heldBack = model.table().symbols(ids.back());
-      ids.pop_back();
-    }
+    if (!endsReply(ids) && !ids.empty() && !isMarkerId(ids.back())) ids.pop_back();
     if (ids.empty()) return Forced::Nothing;
     for (uint32_t id : ids)
       if (!model.table().accept(*matcher, id))
@@ -597,32 +590,31 @@ struct Session::Run {
     return symbols.size() == 1 && isMarker(symbols[0]);
   }
 
-  // The budget mask at the matcher's state, widened to the model's vocabulary; after a held-back
-  // fragment token, only the tokens that spell all of it (docs/toolcall.md, "The session", step 7).
+  // The budget mask at the matcher's state, widened to the model's vocabulary.
   const uint32_t* budgetMask() {
     masker->budgetMask(*matcher, tokensLeft(), tableMask.data());
     std::copy(tableMask.begin(), tableMask.end(), vocabMask.begin());
-    if (!heldBack.empty()) keepHeldBackSpellings();
     return vocabMask.data();
   }
 
-  // Clears from vocabMask the allowed tokens that spell only a strict prefix of heldBack (`":`
-  // where the fragment is `":"`): SentencePiece would rarely cut the reply there, so a model fed
-  // such a piece is off its training distribution (measured: `"ticker":` then `":{}}]` as the
-  // value). The held-back token itself passes; should the budget have removed every token that
-  // spells all of heldBack, the mask is left as it was.
-  void keepHeldBackSpellings() {
+  // Clears from vocabMask the allowed tokens that spell only a strict prefix of `rest`, the one
+  // possible continuation, when feedForced has left its one token to the draw (`":` where the
+  // rest is `":"`): SentencePiece would rarely cut the reply there, so a model fed such a piece is
+  // off its training distribution (measured: `"ticker":` then `":{}}]` as the value). The
+  // held-back token itself passes; should the budget have removed every token that spells all of
+  // `rest`, the mask is left as it was.
+  void keepSpellingsOf(const std::vector<Symbol>& rest) {
     const TokenTable& table = model.table();
     bool any = false;
     std::vector<uint32_t> kept(vocabMask.size(), 0);
     for (uint32_t id = 0; id < table.vocabSize(); ++id) {
-      if (!(vocabMask[id / 32] >> (id % 32) & 1u)) continue;
+      if (!maskAllows(vocabMask.data(), id)) continue;
       const std::vector<Symbol>& s = table.symbols(id);
-      if (s.size() < heldBack.size() || !std::equal(heldBack.begin(), heldBack.end(), s.begin())) continue;
-      kept[id / 32] |= 1u << (id % 32);
+      if (s.size() < rest.size() || !std::equal(rest.begin(), rest.end(), s.begin())) continue;
+      maskAllow(kept.data(), id);
       any = true;
     }
-    if (any) vocabMask = std::move(kept);
+    if (any) std::copy(kept.begin(), kept.end(), vocabMask.begin());  // in place: budgetMask's pointer stays
   }
 
   // The reply, token by token (docs/toolcall.md, "The session", step 7).
@@ -643,9 +635,10 @@ struct Session::Run {
           if (fed == Forced::Fed) continue;
         }
         mask = budgetMask();
+        // After a Nothing, `forced` is the held-back token's text: the draw must spell all of it.
+        if (!forced.empty()) keepSpellingsOf(forced);
         env.constraintMs += backend.nowMs() - c0;
       }
-      heldBack.clear();
       const uint32_t id = backend.sample(mask);
       const float lp = backend.logprob(id);
       if (matcher) {

@@ -26,7 +26,7 @@ struct UniformBackend : RecordingBackend {
     REQUIRE(mask != nullptr);
     std::vector<uint32_t> all, markers, bytes;
     for (uint32_t id = 0; id < words * 32; ++id) {
-      if (!((mask[id >> 5] >> (id & 31)) & 1u)) continue;
+      if (!needle::maskAllows(mask, id)) continue;
       all.push_back(id);
       const std::vector<tc::Symbol>& symbols = table.symbols(id);
       if (symbols.size() == 1 && tc::isMarker(symbols[0])) markers.push_back(id);
@@ -157,7 +157,7 @@ TEST_CASE("after a held-back fragment token the mask offers only tokens that spe
           ++heldDraws;
           const std::vector<uint32_t>& mask = backend.masks.at(draw);
           for (uint32_t id = 0; id < mask.size() * 32; ++id) {
-            if (!((mask[id >> 5] >> (id & 31)) & 1u)) continue;
+            if (!needle::maskAllows(mask.data(), id)) continue;
             const std::vector<tc::Symbol>& s = table.symbols(id);
             INFO("draw " << draw << ", token " << id);
             REQUIRE(s.size() >= rest.size());
