@@ -607,6 +607,49 @@ class HeldOut(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class SplitDigits(unittest.TestCase):
+    """tokenizer.py --split-digits: no learned piece holds a digit beside another character, so a
+    number has the same pieces in a request and in a reply; and our encoder, importing the model
+    as needle-pack does, gives SentencePiece's ids."""
+
+    def test_numbers_keep_their_pieces_and_our_encoder_agrees(self):
+        import sentencepiece as spm
+        import tokenizer
+        tmp = tempfile.mkdtemp()
+        try:
+            examples = []
+            for k in range(300):
+                n = 1000 + 37 * k
+                examples.append({"system": "", "query": f"set a timer for {n} seconds, note {k} and 3.25",
+                                 "tools": [{"name": "set_timer", "description": "Set a timer.",
+                                            "parameters": {"type": "object", "properties": {
+                                                "seconds": {"type": "integer"}}, "required": ["seconds"]}}],
+                                 "calls": [{"name": "set_timer", "arguments": {"seconds": n}}]})
+            corpus = os.path.join(tmp, "corpus.txt")
+            tokenizer.write_corpus(examples, corpus)
+            models = {}
+            for split in (False, True):
+                prefix = os.path.join(tmp, f"split{int(split)}")
+                tokenizer.train(corpus, prefix, 500, split_digits=split)
+                models[split] = spm.SentencePieceProcessor(model_file=prefix + ".model")
+            def mixed(sp):
+                return [p for p in (sp.id_to_piece(i) for i in range(270, sp.get_piece_size()))
+                        if any(c.isdigit() for c in p) and len(p) > 1]
+            self.assertTrue(mixed(models[False]), "the usual settings learn pieces such as '\":3' or '32'")
+            self.assertEqual(mixed(models[True]), [])
+            sp = models[True]
+            request = sp.encode("for 4213 seconds", out_type=str)
+            reply = sp.encode('{"seconds":4213}', out_type=str)
+            self.assertEqual(request[-5:-1], ["4", "2", "1", "3"])
+            self.assertEqual(reply[-5:-1], ["4", "2", "1", "3"])
+            text = 'set a timer for 90210 seconds <tool_call>[{"name":"set_timer","arguments":{"seconds":90210}}]'
+            ours = subprocess.run([needle_tool("needle-tok"), "--spm", os.path.join(tmp, "split1.model"),
+                                   "encode", text], check=True, capture_output=True, text=True).stdout.split()
+            self.assertEqual([int(x) for x in ours], sp.encode(text))
+        finally:
+            shutil.rmtree(tmp)
+
+
 class BenchCompare(unittest.TestCase):
     def test_examples_longer_than_max_seq_len_are_dropped_not_run(self):
         import bench

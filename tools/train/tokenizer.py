@@ -55,7 +55,10 @@ def write_corpus(examples, path):
     return too_long
 
 
-def train(corpus, prefix, vocab):
+def train(corpus, prefix, vocab, split_digits=False):
+    """spm_train with Needle's settings; split_digits: no learned piece holds a digit beside any
+    other character, so a number has the same pieces in a request and in a reply (training-data.md,
+    "Tokenizer"). Encoders need nothing new for it: they only merge to pieces the model has."""
     import sentencepiece as spm
     spm.SentencePieceTrainer.train(
         input=corpus, model_prefix=prefix, model_type="bpe", vocab_size=vocab, byte_fallback=True,
@@ -63,7 +66,8 @@ def train(corpus, prefix, vocab):
         pad_piece="<pad>", eos_piece="</s>", bos_piece="<s>", unk_piece="<unk>",
         user_defined_symbols=MARKERS,
         normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
-        character_coverage=0.9995, input_sentence_size=0, num_threads=2, minloglevel=2)
+        character_coverage=0.9995, input_sentence_size=0, num_threads=2, minloglevel=2,
+        split_digits=split_digits)
 
 
 def check_layout(model_path, vocab):
@@ -130,6 +134,9 @@ def main(argv=None):
     ap.add_argument("--stats-sample", type=int, default=20000,
                     help="examples per split whose tokens are counted (default 20000; 0 = all)")
     ap.add_argument("--seed", type=int, default=1, help="seed for drawing the sample (default 1)")
+    ap.add_argument("--split-digits", action="store_true",
+                    help="learn no piece that holds a digit beside another character (not in the "
+                         "shipped model's tokenizer; default off)")
     args = ap.parse_args(argv)
     if args.vocab < 300:
         ap.error("--vocab must be at least 300 (270 fixed pieces come first)")
@@ -148,7 +155,7 @@ def main(argv=None):
         print(f"tokenizer: warning: {too_long} corpus lines exceed {MAX_SENTENCE_BYTES} bytes and are "
               "skipped by the trainer", file=sys.stderr)
     prefix = os.path.join(args.out, "tokenizer")
-    train(corpus, prefix + ".tmp", args.vocab)
+    train(corpus, prefix + ".tmp", args.vocab, args.split_digits)
     try:
         check_layout(prefix + ".tmp.model", args.vocab)
     except RuntimeError as e:
@@ -159,7 +166,7 @@ def main(argv=None):
     os.remove(corpus)
     trained = time.time() - start
     sp = check_layout(prefix + ".model", args.vocab)
-    stats = {"vocab": args.vocab, "corpus_examples": len(examples),
+    stats = {"vocab": args.vocab, "corpus_examples": len(examples), "split_digits": args.split_digits,
              "splits": token_stats(sp, args.data, args.stats_sample, args.seed)}
     with open(os.path.join(args.out, "token_stats.json"), "w", encoding="utf-8") as f:
         json.dump(stats, f, indent=1)
