@@ -590,10 +590,13 @@ struct Session::Run {
     return symbols.size() == 1 && isMarker(symbols[0]);
   }
 
-  // The budget mask at the matcher's state, widened to the model's vocabulary.
-  const uint32_t* budgetMask() {
+  // The budget mask at the matcher's state, widened to the model's vocabulary; when `heldBack` is
+  // not empty (feedForced left the fragment's one token to this draw), only the tokens that spell
+  // all of it.
+  const uint32_t* budgetMask(const std::vector<Symbol>& heldBack) {
     masker->budgetMask(*matcher, tokensLeft(), tableMask.data());
     std::copy(tableMask.begin(), tableMask.end(), vocabMask.begin());
+    if (!heldBack.empty()) keepSpellingsOf(heldBack);
     return vocabMask.data();
   }
 
@@ -614,7 +617,7 @@ struct Session::Run {
       maskAllow(kept.data(), id);
       any = true;
     }
-    if (any) std::copy(kept.begin(), kept.end(), vocabMask.begin());  // in place: budgetMask's pointer stays
+    if (any) vocabMask = std::move(kept);
   }
 
   // The reply, token by token (docs/toolcall.md, "The session", step 7).
@@ -634,9 +637,8 @@ struct Session::Run {
           if (fed == Forced::Ended) break;
           if (fed == Forced::Fed) continue;
         }
-        mask = budgetMask();
         // After a Nothing, `forced` is the held-back token's text: the draw must spell all of it.
-        if (!forced.empty()) keepSpellingsOf(forced);
+        mask = budgetMask(forced);
         env.constraintMs += backend.nowMs() - c0;
       }
       const uint32_t id = backend.sample(mask);
