@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -646,6 +647,84 @@ class SplitDigits(unittest.TestCase):
             ours = subprocess.run([needle_tool("needle-tok"), "--spm", os.path.join(tmp, "split1.model"),
                                    "encode", text], check=True, capture_output=True, text=True).stdout.split()
             self.assertEqual([int(x) for x in ours], sp.encode(text))
+        finally:
+            shutil.rmtree(tmp)
+
+
+class Transplant(unittest.TestCase):
+    """transplant.py: the new tokenizer's pieces in the old order cut text as the new tokenizer does,
+    shared pieces keep their ids (and so their rows and engram slots: the model's logits on a text of
+    shared pieces are unchanged), a new piece's row is the mean of the rows that spell it, and our
+    encoder reads the reordered model."""
+
+    def test_shared_pieces_keep_ids_rows_and_logits(self):
+        import sentencepiece as spm
+        import tokenizer
+        import transplant as T
+        tmp = tempfile.mkdtemp()
+        try:
+            examples = []
+            for k in range(300):
+                n = 1000 + 37 * k
+                examples.append({"system": "", "query": f"set a timer for {n} seconds, note {k} and 3.25",
+                                 "tools": [{"name": "set_timer", "description": "Set a timer.",
+                                            "parameters": {"type": "object", "properties": {
+                                                "seconds": {"type": "integer"}}, "required": ["seconds"]}}],
+                                 "calls": [{"name": "set_timer", "arguments": {"seconds": n}}]})
+            corpus = os.path.join(tmp, "corpus.txt")
+            tokenizer.write_corpus(examples, corpus)
+            paths = {}
+            for split in (False, True):
+                prefix = os.path.join(tmp, f"split{int(split)}")
+                tokenizer.train(corpus, prefix, 500, split_digits=split)
+                paths[split] = prefix + ".model"
+            old_bytes, new_bytes = (pathlib.Path(paths[s]).read_bytes() for s in (False, True))
+            aligned_bytes, pieces, shared = T.aligned_model(old_bytes, new_bytes)
+            aligned_path = os.path.join(tmp, "aligned.model")
+            with open(aligned_path, "wb") as f:
+                f.write(aligned_bytes)
+            old, new, aligned = (spm.SentencePieceProcessor(model_file=p)
+                                 for p in (paths[False], paths[True], aligned_path))
+            self.assertTrue(0 < sum(shared) < len(shared) - 10, "some pieces are new, most are shared")
+            for i in range(aligned.get_piece_size()):
+                self.assertEqual(aligned.id_to_piece(i), pieces[i])
+                if shared[i]:
+                    self.assertEqual(aligned.id_to_piece(i), old.id_to_piece(i))
+            self.assertNotEqual([old.id_to_piece(i) for i in range(500)], [new.id_to_piece(i) for i in range(500)],
+                                "the new tokenizer alone puts shared pieces at other ids")
+            texts = ['set a timer for 90210 seconds <tool_call>[{"name":"set_timer","arguments":{"seconds":90210}}]',
+                     "note 12 and 3.25, then 4213"]
+            T.check_same_cuts(aligned_path, paths[True], texts)
+            for text in texts:
+                self.assertEqual(aligned.encode(text, out_type=str), new.encode(text, out_type=str))
+            ours = subprocess.run([needle_tool("needle-tok"), "--spm", aligned_path, "encode", texts[0]],
+                                  check=True, capture_output=True, text=True).stdout.split()
+            self.assertEqual([int(x) for x in ours], aligned.encode(texts[0]))
+
+            net = random_model(json.dumps({"base": "tiny", "vocab": 500}), "embedding=4,mhc=4,default=2")
+            before = {k: v.detach().clone() for k, v in net.state_dict().items()}
+            old_pieces = [old.id_to_piece(i) for i in range(500)]
+            moved = T.transplant({"model": before}, old_pieces, pieces, shared)
+            old_ids = {p: i for i, p in enumerate(old_pieces)}
+            for i in range(500):
+                if shared[i]:
+                    self.assertTrue(torch.equal(moved["embedding"][i], before["embedding"][i]))
+                else:
+                    spelled = T.spelling(pieces[i], old_ids)
+                    self.assertEqual("".join(old_pieces[j] for j in spelled), pieces[i])
+                    self.assertTrue(torch.allclose(moved["embedding"][i], before["embedding"][spelled].mean(0)))
+            text = "set a timer for seconds, note and"
+            ids = aligned.encode(text)
+            self.assertEqual(ids, old.encode(text), "a text without digits: the same ids in both")
+            self.assertTrue(all(shared[i] for i in ids))
+            tokens = torch.tensor([[2] + ids])
+            with torch.no_grad():
+                want = net(tokens)
+                net.load_state_dict(moved)
+                got = net(tokens)
+            kept = torch.tensor(shared)
+            self.assertTrue(torch.allclose(got[..., kept], want[..., kept], rtol=1e-5, atol=1e-5))
+            self.assertFalse(torch.allclose(got[..., ~kept], want[..., ~kept]), "new pieces' logits moved")
         finally:
             shutil.rmtree(tmp)
 
