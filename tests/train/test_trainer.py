@@ -608,6 +608,28 @@ class HeldOut(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+def timer_tokenizers(tmp: str) -> dict:
+    """Two 500-piece tokenizers trained by tokenizer.py on one corpus of timer requests with numbers:
+    {False: the usual settings' model path, True: --split-digits'}."""
+    import tokenizer
+    examples = []
+    for k in range(300):
+        n = 1000 + 37 * k
+        examples.append({"system": "", "query": f"set a timer for {n} seconds, note {k} and 3.25",
+                         "tools": [{"name": "set_timer", "description": "Set a timer.",
+                                    "parameters": {"type": "object", "properties": {
+                                        "seconds": {"type": "integer"}}, "required": ["seconds"]}}],
+                         "calls": [{"name": "set_timer", "arguments": {"seconds": n}}]})
+    corpus = os.path.join(tmp, "corpus.txt")
+    tokenizer.write_corpus(examples, corpus)
+    paths = {}
+    for split in (False, True):
+        prefix = os.path.join(tmp, f"split{int(split)}")
+        tokenizer.train(corpus, prefix, 500, split_digits=split)
+        paths[split] = prefix + ".model"
+    return paths
+
+
 class SplitDigits(unittest.TestCase):
     """tokenizer.py --split-digits: no learned piece holds a digit beside another character, so a
     number has the same pieces in a request and in a reply; and our encoder, importing the model
@@ -615,24 +637,10 @@ class SplitDigits(unittest.TestCase):
 
     def test_numbers_keep_their_pieces_and_our_encoder_agrees(self):
         import sentencepiece as spm
-        import tokenizer
         tmp = tempfile.mkdtemp()
         try:
-            examples = []
-            for k in range(300):
-                n = 1000 + 37 * k
-                examples.append({"system": "", "query": f"set a timer for {n} seconds, note {k} and 3.25",
-                                 "tools": [{"name": "set_timer", "description": "Set a timer.",
-                                            "parameters": {"type": "object", "properties": {
-                                                "seconds": {"type": "integer"}}, "required": ["seconds"]}}],
-                                 "calls": [{"name": "set_timer", "arguments": {"seconds": n}}]})
-            corpus = os.path.join(tmp, "corpus.txt")
-            tokenizer.write_corpus(examples, corpus)
-            models = {}
-            for split in (False, True):
-                prefix = os.path.join(tmp, f"split{int(split)}")
-                tokenizer.train(corpus, prefix, 500, split_digits=split)
-                models[split] = spm.SentencePieceProcessor(model_file=prefix + ".model")
+            paths = timer_tokenizers(tmp)
+            models = {split: spm.SentencePieceProcessor(model_file=path) for split, path in paths.items()}
             def mixed(sp):
                 return [p for p in (sp.id_to_piece(i) for i in range(270, sp.get_piece_size()))
                         if any(c.isdigit() for c in p) and len(p) > 1]
@@ -644,7 +652,7 @@ class SplitDigits(unittest.TestCase):
             self.assertEqual(request[-5:-1], ["4", "2", "1", "3"])
             self.assertEqual(reply[-5:-1], ["4", "2", "1", "3"])
             text = 'set a timer for 90210 seconds <tool_call>[{"name":"set_timer","arguments":{"seconds":90210}}]'
-            ours = subprocess.run([needle_tool("needle-tok"), "--spm", os.path.join(tmp, "split1.model"),
+            ours = subprocess.run([needle_tool("needle-tok"), "--spm", paths[True],
                                    "encode", text], check=True, capture_output=True, text=True).stdout.split()
             self.assertEqual([int(x) for x in ours], sp.encode(text))
         finally:
@@ -659,25 +667,10 @@ class Transplant(unittest.TestCase):
 
     def test_shared_pieces_keep_ids_rows_and_logits(self):
         import sentencepiece as spm
-        import tokenizer
         import transplant as T
         tmp = tempfile.mkdtemp()
         try:
-            examples = []
-            for k in range(300):
-                n = 1000 + 37 * k
-                examples.append({"system": "", "query": f"set a timer for {n} seconds, note {k} and 3.25",
-                                 "tools": [{"name": "set_timer", "description": "Set a timer.",
-                                            "parameters": {"type": "object", "properties": {
-                                                "seconds": {"type": "integer"}}, "required": ["seconds"]}}],
-                                 "calls": [{"name": "set_timer", "arguments": {"seconds": n}}]})
-            corpus = os.path.join(tmp, "corpus.txt")
-            tokenizer.write_corpus(examples, corpus)
-            paths = {}
-            for split in (False, True):
-                prefix = os.path.join(tmp, f"split{int(split)}")
-                tokenizer.train(corpus, prefix, 500, split_digits=split)
-                paths[split] = prefix + ".model"
+            paths = timer_tokenizers(tmp)
             old_bytes, new_bytes = (pathlib.Path(paths[s]).read_bytes() for s in (False, True))
             aligned_bytes, pieces, shared = T.aligned_model(old_bytes, new_bytes)
             aligned_path = os.path.join(tmp, "aligned.model")
