@@ -9,7 +9,7 @@
 A new tokenizer (for instance one trained with --split-digits, training-data.md, "Tokenizer") learns
 mostly the same pieces as the old one, at other ids. Two things in the model are keyed by token id:
 the embedding rows (tied with the logits) and the engram tables, whose slots are hashes of the ids of
-the last tokens (model.md, "Engram"). So the new tokenizer's pieces are first put in the old order:
+the last tokens (docs/model.md, "Helpers and constants"). So the new tokenizer's pieces are first put in the old order:
 a piece both tokenizers have keeps its old id, and the pieces only the new one has take the ids of
 the pieces it dropped, in its own order. SentencePiece's BPE merges by score, the leftmost on ties, and
 the scores go with the pieces, so the reordered model cuts every text into the same pieces as the new
