@@ -93,24 +93,29 @@ def piece_text(encoded: bytes) -> str:
     raise ValueError("a piece without its string")
 
 
+def pieces_of(model: bytes) -> list:
+    """A SentencePiece model's piece strings by id."""
+    return [piece_text(e) for f, e in split_fields(model) if f == PIECES_FIELD]
+
+
 def aligned_model(old_model: bytes, new_model: bytes) -> tuple[bytes, list, list]:
     """The new model's pieces in the old model's order (shared pieces at their old ids, the new ones
     at the freed ids); returns the model's bytes, the new pieces by id, and which ids are shared."""
-    old = [piece_text(e) for f, e in split_fields(old_model) if f == PIECES_FIELD]
+    old = pieces_of(old_model)
     new_fields = split_fields(new_model)
     new_entries = [e for f, e in new_fields if f == PIECES_FIELD]
     if len(old) != len(new_entries):
         raise SystemExit(f"the tokenizers differ in size ({len(old)} and {len(new_entries)} pieces)")
     by_text = {piece_text(e): e for e in new_entries}
     old_set = set(old)
-    fresh = [e for e in new_entries if piece_text(e) not in old_set]
+    fresh = iter([e for e in new_entries if piece_text(e) not in old_set])
     order, shared = [], []
     for text in old:
         if text in by_text:
             order.append(by_text[text])
             shared.append(True)
         else:
-            order.append(fresh.pop(0))
+            order.append(next(fresh))
             shared.append(False)
     others = b"".join(e for f, e in new_fields if f != PIECES_FIELD)
     return b"".join(order) + others, [piece_text(e) for e in order], shared
@@ -188,7 +193,7 @@ def main(argv=None) -> int:
         initial = unpack.load(args.init)
     else:
         initial = torch.load(args.init, map_location="cpu")
-    old_pieces = [piece_text(e) for f, e in split_fields(old_model) if f == PIECES_FIELD]
+    old_pieces = pieces_of(old_model)
     if initial["model"]["embedding"].shape[0] != len(old_pieces):
         raise SystemExit(f"{args.init}: {initial['model']['embedding'].shape[0]} embedding rows, "
                          f"the old tokenizer has {len(old_pieces)} pieces")
