@@ -822,6 +822,19 @@ class Init(unittest.TestCase):
             self.assertLess(float(zero["rows"][0]["loss"]), float(fresh["rows"][0]["loss"]))
             with self.assertRaises(SystemExit):
                 train.parse_args(common + ["--init", "x", "--resume", "--out", tmp, "--steps", "1"])
+            # what is not a checkpoint stops the run (and transplant.py, the same helper) with its name
+            truncated = os.path.join(tmp, "truncated.pt")
+            with open(os.path.join(tmp, "b", "checkpoint.pt"), "rb") as f:
+                pathlib.Path(truncated).write_bytes(f.read()[:1000])
+            not_a_run = os.path.join(tmp, "list.pt")
+            torch.save([1, 2], not_a_run)
+            for path, why in ((truncated, "not a checkpoint"), (not_a_run, "not a train.py checkpoint"),
+                              (os.path.join(tmp, "missing.pt"), "No such file")):
+                with self.assertRaises(SystemExit) as e:
+                    train.run(train.parse_args(common + ["--init", path, "--out", os.path.join(tmp, "d"),
+                                                         "--steps", "1"]))
+                self.assertIn(f"--init: {path}: {why}", str(e.exception))
+                self.assertFalse(os.path.exists(os.path.join(tmp, "d", "checkpoint.pt")))
         finally:
             shutil.rmtree(tmp)
 

@@ -600,14 +600,8 @@ def run(args) -> dict:
 
     initial = None
     if args.init:
-        if args.init.endswith(".cact"):
-            import unpack
-            try:
-                initial = unpack.load(args.init)
-            except unpack.ArchiveError as e:
-                raise SystemExit(f"--init: {e}") from None
-        else:
-            initial = torch.load(args.init, map_location="cpu")
+        import unpack
+        initial = unpack.start_from(args.init)
         source = "archive" if "archive" in initial else "checkpoint"
         for key in ("geometry", "bits_map"):
             kept = initial["args"][key]

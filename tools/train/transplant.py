@@ -188,11 +188,8 @@ def main(argv=None) -> int:
         check_same_cuts(tokenizer_path, args.new_tokenizer,
                         [prompt_text(e) + target_text(e) for e in examples])
 
-    if args.init.endswith(".cact"):
-        import unpack
-        initial = unpack.load(args.init)
-    else:
-        initial = torch.load(args.init, map_location="cpu")
+    import unpack
+    initial = unpack.start_from(args.init)
     old_pieces = pieces_of(old_model)
     if initial["model"]["embedding"].shape[0] != len(old_pieces):
         raise SystemExit(f"{args.init}: {initial['model']['embedding'].shape[0]} embedding rows, "

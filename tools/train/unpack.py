@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 
 import numpy as np
@@ -140,6 +141,25 @@ def model_tensors(net: M.Needle2, tensors: dict) -> dict:
             else net.state_dict()[name]
     out["final_norm"] = t["final_norm"]
     return out
+
+
+def start_from(path: str, what: str = "--init") -> dict:
+    """The weights a new run or a transplant starts from: a packed archive's (load) when PATH ends in
+    .cact, else a train.py checkpoint's fields; a file that is neither stops with `WHAT: PATH: why`."""
+    if path.endswith(".cact"):
+        try:
+            return load(path)
+        except ArchiveError as e:
+            raise SystemExit(f"{what}: {e}") from None
+    try:
+        saved = torch.load(path, map_location="cpu")
+    except OSError as e:
+        raise SystemExit(f"{what}: {path}: {e.strerror or e}") from None
+    except (RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as e:
+        raise SystemExit(f"{what}: {path}: not a checkpoint ({e})") from None
+    if not isinstance(saved, dict) or any(key not in saved for key in ("model", "geometry", "args")):
+        raise SystemExit(f"{what}: {path}: not a train.py checkpoint (no model, geometry and args)")
+    return saved
 
 
 def load(path: str) -> dict:
