@@ -1,4 +1,5 @@
-"""unpack.py: a packed Needle 2 archive's weights as a trainer model, for `train.py --init ARCHIVE`.
+"""unpack.py: a packed Needle 2 archive's weights as a trainer model, for `train.py --init ARCHIVE`
+(start_from reads either an archive or a checkpoint, for train.py's and transplant.py's --init).
 
 A run can start from an archive instead of a train.py checkpoint. The float weights are chosen so
 that the trainer's fake quantisation gives back exactly the archive's CQ indices and norms
@@ -143,22 +144,23 @@ def model_tensors(net: M.Needle2, tensors: dict) -> dict:
     return out
 
 
-def start_from(path: str, what: str = "--init") -> dict:
-    """The weights a new run or a transplant starts from: a packed archive's (load) when PATH ends in
-    .cact, else a train.py checkpoint's fields; a file that is neither stops with `WHAT: PATH: why`."""
+def start_from(path: str) -> dict:
+    """The weights a new run or a transplant starts from (their --init): a packed archive's (load) when
+    PATH ends in .cact, else a train.py checkpoint's fields; a file that is neither stops with
+    `--init: PATH: why`."""
     if path.endswith(".cact"):
         try:
             return load(path)
         except ArchiveError as e:
-            raise SystemExit(f"{what}: {e}") from None
+            raise SystemExit(f"--init: {e}") from None
     try:
         saved = torch.load(path, map_location="cpu")
     except OSError as e:
-        raise SystemExit(f"{what}: {path}: {e.strerror or e}") from None
+        raise SystemExit(f"--init: {path}: {e.strerror or e}") from None
     except (RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as e:
-        raise SystemExit(f"{what}: {path}: not a checkpoint ({e})") from None
+        raise SystemExit(f"--init: {path}: not a checkpoint ({e})") from None
     if not isinstance(saved, dict) or any(key not in saved for key in ("model", "geometry", "args")):
-        raise SystemExit(f"{what}: {path}: not a train.py checkpoint (no model, geometry and args)")
+        raise SystemExit(f"--init: {path}: not a train.py checkpoint (no model, geometry and args)")
     return saved
 
 
