@@ -829,7 +829,8 @@ class Init(unittest.TestCase):
             not_a_run = os.path.join(tmp, "list.pt")
             torch.save([1, 2], not_a_run)
             for path, why in ((truncated, "not a checkpoint"), (not_a_run, "not a train.py checkpoint"),
-                              (os.path.join(tmp, "missing.pt"), "No such file")):
+                              (os.path.join(tmp, "missing.pt"), "No such file"),
+                              (os.path.join(tmp, "missing.cact"), "No such file")):
                 with self.assertRaises(SystemExit) as e:
                     train.run(train.parse_args(common + ["--init", path, "--out", os.path.join(tmp, "d"),
                                                          "--steps", "1"]))

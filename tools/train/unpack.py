@@ -170,7 +170,9 @@ def load(path: str) -> dict:
     cq.preimage); raises ArchiveError for an archive the trainer cannot start from."""
     try:
         archive = cact.read(path)
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        raise ArchiveError(f"{path}: {e.strerror or e}") from None
+    except ValueError as e:
         raise ArchiveError(str(e)) from None
     if not np.array_equal(archive.codebooks.view(np.uint32), cq.codebooks().view(np.uint32)):
         raise ArchiveError(f"{path}: codebooks differ from the trainer's (docs/cq.md §2): "
