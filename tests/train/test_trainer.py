@@ -722,6 +722,57 @@ class Transplant(unittest.TestCase):
             shutil.rmtree(tmp)
 
 
+class SpacePiece(unittest.TestCase):
+    """tokenizer.py --space-piece: ▁ is a piece of its own (id 270, after Needle's fixed pieces) that
+    no learned piece holds, so a word has the same pieces after a space as after a quote; our encoder,
+    importing the model as needle-pack does, gives SentencePiece's ids; and transplant.py's word_rows
+    starts a new piece X from the old row of the word ▁X."""
+
+    def test_words_keep_their_pieces_and_our_encoder_agrees(self):
+        import sentencepiece as spm
+        import tokenizer
+        import transplant as T
+        tmp = tempfile.mkdtemp()
+        try:
+            paths = timer_tokenizers(tmp)
+            corpus = os.path.join(tmp, "corpus.txt")
+            prefix = os.path.join(tmp, "space")
+            tokenizer.train(corpus, prefix, 500, split_digits=True, space_piece=True)
+            tokenizer.space_after_bytes(prefix + ".model")
+            sp = tokenizer.check_layout(prefix + ".model", 500)
+            self.assertEqual(sp.id_to_piece(270), tokenizer.SPACE)
+            holding = [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if tokenizer.SPACE in sp.id_to_piece(i)]
+            self.assertEqual(holding, [tokenizer.SPACE])
+            usual = spm.SentencePieceProcessor(model_file=paths[True])
+            self.assertNotEqual(usual.encode("for seconds", out_type=str)[-1], usual.encode('"seconds', out_type=str)[-1],
+                                "the usual settings cut a word after a space (▁seconds) and after a quote apart")
+            self.assertEqual(sp.encode("for 4213 seconds", out_type=str)[-7:],
+                             [tokenizer.SPACE, "4", "2", "1", "3", tokenizer.SPACE, "seconds"])
+            self.assertEqual(sp.encode('{"note":"seconds', out_type=str)[-1], "seconds")
+            text = 'set a timer for 90210 seconds  <tool_call>[{"name":"set_timer","arguments":{"seconds":90210}}]'
+            ours = subprocess.run([needle_tool("needle-tok"), "--spm", prefix + ".model", "encode", text],
+                                  check=True, capture_output=True, text=True).stdout.split()
+            self.assertEqual([int(x) for x in ours], sp.encode(text))
+
+            old_bytes = pathlib.Path(paths[False]).read_bytes()
+            _, pieces, shared = T.aligned_model(old_bytes, pathlib.Path(prefix + ".model").read_bytes())
+            old_pieces = T.pieces_of(old_bytes)
+            old_ids = {p: i for i, p in enumerate(old_pieces)}
+            emb = torch.randn(500, 8)
+            moved = T.transplant({"model": {"embedding": emb}}, old_pieces, pieces, shared, word_rows=True)
+            words = [i for i in range(500) if not shared[i] and tokenizer.SPACE + pieces[i] in old_ids]
+            self.assertTrue(words, "some new pieces were words with ▁ in the old tokenizer")
+            for i in range(500):
+                if shared[i]:
+                    self.assertTrue(torch.equal(moved["embedding"][i], emb[i]))
+                elif i in words:
+                    self.assertTrue(torch.equal(moved["embedding"][i], emb[old_ids[tokenizer.SPACE + pieces[i]]]))
+                else:
+                    self.assertTrue(torch.allclose(moved["embedding"][i], emb[T.spelling(pieces[i], old_ids)].mean(0)))
+        finally:
+            shutil.rmtree(tmp)
+
+
 class BenchCompare(unittest.TestCase):
     def test_examples_longer_than_max_seq_len_are_dropped_not_run(self):
         import bench

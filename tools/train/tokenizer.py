@@ -55,19 +55,43 @@ def write_corpus(examples, path):
     return too_long
 
 
-def train(corpus, prefix, vocab, split_digits=False):
+SPACE = "\u2581"  # SentencePiece's space (▁): with space_piece, a piece of its own
+
+
+def train(corpus, prefix, vocab, split_digits=False, space_piece=False):
     """spm_train with Needle's settings; split_digits: no learned piece holds a digit beside any
     other character, so a number has the same pieces in a request and in a reply (training-data.md,
-    "Tokenizer"). Encoders need nothing new for it: they only merge to pieces the model has."""
+    "Tokenizer"); space_piece: ▁ is a piece of its own that no learned piece holds, so a word has
+    the same pieces after a space (in a request) as after a quote (the first word of a reply's
+    string value). Encoders need nothing new for either: they only merge to pieces the model has,
+    and ▁, exported as a normal piece (docs/tokenizer.md, "The importer"), has none to merge into."""
     import sentencepiece as spm
     spm.SentencePieceTrainer.train(
         input=corpus, model_prefix=prefix, model_type="bpe", vocab_size=vocab, byte_fallback=True,
         pad_id=0, eos_id=1, bos_id=2, unk_id=3,
         pad_piece="<pad>", eos_piece="</s>", bos_piece="<s>", unk_piece="<unk>",
-        user_defined_symbols=MARKERS,
+        user_defined_symbols=MARKERS + ([SPACE] if space_piece else []),
         normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
         character_coverage=0.9995, input_sentence_size=0, num_threads=2, minloglevel=2,
         split_digits=split_digits)
+
+
+def space_after_bytes(model_path):
+    """Rewrite a space_piece model so that ▁ comes right after the byte pieces (id 270), not before
+    them: ids 0..269 keep Needle's layout (check_layout). An id does not change how BPE cuts a text
+    (pieces merge by score and ▁ merges with nothing), only which row of the model a piece uses."""
+    from transplant import PIECES_FIELD, piece_text, split_fields
+    with open(model_path, "rb") as f:
+        fields = split_fields(f.read())
+    pieces = [e for f, e in fields if f == PIECES_FIELD]
+    space = [e for e in pieces if piece_text(e) == SPACE]
+    if len(space) != 1:
+        raise RuntimeError(f"{model_path}: {len(space)} pieces spell {SPACE}, not 1")
+    rest = [e for e in pieces if e is not space[0]]
+    fixed = len(expected_layout())
+    order = rest[:fixed] + space + rest[fixed:]
+    with open(model_path, "wb") as f:
+        f.write(b"".join(order) + b"".join(e for f, e in fields if f != PIECES_FIELD))
 
 
 def check_layout(model_path, vocab):
@@ -137,6 +161,10 @@ def main(argv=None):
     ap.add_argument("--split-digits", action="store_true",
                     help="learn no piece that holds a digit beside another character (not in the "
                          "shipped model's tokenizer; default off)")
+    ap.add_argument("--space-piece", action="store_true",
+                    help="make ▁ a piece of its own that no learned piece holds, so a word is cut the "
+                         "same after a space and after a quote (not in the shipped model's tokenizer; "
+                         "default off)")
     args = ap.parse_args(argv)
     if args.vocab < 300:
         ap.error("--vocab must be at least 300 (270 fixed pieces come first)")
@@ -155,7 +183,9 @@ def main(argv=None):
         print(f"tokenizer: warning: {too_long} corpus lines exceed {MAX_SENTENCE_BYTES} bytes and are "
               "skipped by the trainer", file=sys.stderr)
     prefix = os.path.join(args.out, "tokenizer")
-    train(corpus, prefix + ".tmp", args.vocab, args.split_digits)
+    train(corpus, prefix + ".tmp", args.vocab, args.split_digits, args.space_piece)
+    if args.space_piece:
+        space_after_bytes(prefix + ".tmp.model")
     try:
         check_layout(prefix + ".tmp.model", args.vocab)
     except RuntimeError as e:
@@ -167,6 +197,7 @@ def main(argv=None):
     trained = time.time() - start
     sp = check_layout(prefix + ".model", args.vocab)
     stats = {"vocab": args.vocab, "corpus_examples": len(examples), "split_digits": args.split_digits,
+             "space_piece": args.space_piece,
              "splits": token_stats(sp, args.data, args.stats_sample, args.seed)}
     with open(os.path.join(args.out, "token_stats.json"), "w", encoding="utf-8") as f:
         json.dump(stats, f, indent=1)

@@ -141,14 +141,20 @@ def spelling(text: str, old_ids: dict) -> list:
     return best[len(text)][1]
 
 
-def transplant(initial: dict, old_pieces: list, new_pieces: list, shared: list) -> dict:
-    """initial's weights with the embedding rows of the new pieces made from the old rows."""
+def transplant(initial: dict, old_pieces: list, new_pieces: list, shared: list, word_rows=False) -> dict:
+    """initial's weights with the embedding rows of the new pieces made from the old rows; with
+    word_rows, a new piece X that the old tokenizer had as the word ▁X starts from that word's row
+    (for a new tokenizer whose ▁ is a piece of its own: X then stands where ▁X stood)."""
     model = {k: v.clone() for k, v in initial["model"].items()}
     old_emb = initial["model"]["embedding"]
     old_ids = {p: i for i, p in enumerate(old_pieces)}
     emb = model["embedding"]
     for i, (piece, kept) in enumerate(zip(new_pieces, shared)):
-        if not kept:
+        if kept:
+            continue
+        if word_rows and "\u2581" + piece in old_ids:
+            emb[i] = old_emb[old_ids["\u2581" + piece]]
+        else:
             emb[i] = old_emb[spelling(piece, old_ids)].mean(dim=0)
     return model
 
@@ -169,6 +175,9 @@ def main(argv=None) -> int:
     ap.add_argument("--new-tokenizer", required=True, help="the SentencePiece model to move it to")
     ap.add_argument("--check", help="JSONL of examples whose rendered text both must cut alike (default: none)")
     ap.add_argument("--check-examples", type=int, default=2000)
+    ap.add_argument("--word-rows", action="store_true",
+                    help="a new piece X that the old tokenizer had as the word ▁X starts from that word's row "
+                         "instead of the mean of the old pieces that spell X (for a --space-piece tokenizer)")
     ap.add_argument("--out", required=True, help="directory for tokenizer.model and checkpoint.pt")
     args = ap.parse_args(argv)
 
@@ -194,7 +203,7 @@ def main(argv=None) -> int:
     if initial["model"]["embedding"].shape[0] != len(old_pieces):
         raise SystemExit(f"{args.init}: {initial['model']['embedding'].shape[0]} embedding rows, "
                          f"the old tokenizer has {len(old_pieces)} pieces")
-    out = {"model": transplant(initial, old_pieces, new_pieces, shared), "geometry": initial["geometry"],
+    out = {"model": transplant(initial, old_pieces, new_pieces, shared, args.word_rows), "geometry": initial["geometry"],
            "bits_map": initial["args"]["bits_map"],
            "args": {k: initial["args"][k] for k in ("geometry", "bits_map")},
            "state": {"step": 0, "tokens": 0},
