@@ -27,8 +27,6 @@ import json
 import os
 import sys
 
-import torch
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 PIECES_FIELD = 1  # ModelProto.pieces: repeated SentencePiece {1: piece, 2: score, 3: type}
@@ -197,6 +195,7 @@ def main(argv=None) -> int:
         check_same_cuts(tokenizer_path, args.new_tokenizer,
                         [prompt_text(e) + target_text(e) for e in examples])
 
+    import torch
     import unpack
     initial = unpack.start_from(args.init)
     old_pieces = pieces_of(old_model)
