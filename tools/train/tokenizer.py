@@ -83,7 +83,7 @@ def space_after_bytes(model_path):
     from transplant import PIECES_FIELD, piece_text, split_fields
     with open(model_path, "rb") as f:
         fields = split_fields(f.read())
-    pieces = [e for f, e in fields if f == PIECES_FIELD]
+    pieces = [e for field, e in fields if field == PIECES_FIELD]
     space = [e for e in pieces if piece_text(e) == SPACE]
     if len(space) != 1:
         raise RuntimeError(f"{model_path}: {len(space)} pieces spell {SPACE}, not 1")
@@ -91,7 +91,7 @@ def space_after_bytes(model_path):
     fixed = len(expected_layout())
     order = rest[:fixed] + space + rest[fixed:]
     with open(model_path, "wb") as f:
-        f.write(b"".join(order) + b"".join(e for f, e in fields if f != PIECES_FIELD))
+        f.write(b"".join(order) + b"".join(e for field, e in fields if field != PIECES_FIELD))
 
 
 def check_layout(model_path, vocab):

@@ -28,6 +28,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tokenizer import SPACE  # noqa: E402
 
 PIECES_FIELD = 1  # ModelProto.pieces: repeated SentencePiece {1: piece, 2: score, 3: type}
 
@@ -150,8 +151,8 @@ def transplant(initial: dict, old_pieces: list, new_pieces: list, shared: list, 
     for i, (piece, kept) in enumerate(zip(new_pieces, shared)):
         if kept:
             continue
-        if word_rows and "\u2581" + piece in old_ids:
-            emb[i] = old_emb[old_ids["\u2581" + piece]]
+        if word_rows and SPACE + piece in old_ids:
+            emb[i] = old_emb[old_ids[SPACE + piece]]
         else:
             emb[i] = old_emb[spelling(piece, old_ids)].mean(dim=0)
     return model
