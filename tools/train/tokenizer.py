@@ -76,11 +76,70 @@ def train(corpus, prefix, vocab, split_digits=False, space_piece=False):
         split_digits=split_digits)
 
 
+# --- the model file: its protobuf wire format, read only as far as its pieces ---------------------
+# (space_after_bytes and transplant.py reorder the `pieces` entries and change nothing else)
+
+PIECES_FIELD = 1  # ModelProto.pieces: repeated SentencePiece {1: piece, 2: score, 3: type}
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if at >= len(data):
+            raise ValueError("a varint runs past the end of the model")
+        b = data[at]
+        at += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, at
+        shift += 7
+
+
+def split_fields(data: bytes) -> list:
+    """The top-level fields of a protobuf message: (field number, the field's whole encoding)."""
+    fields, at = [], 0
+    while at < len(data):
+        start = at
+        key, at = _varint(data, at)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, at = _varint(data, at)
+        elif wire == 1:
+            at += 8
+        elif wire == 2:
+            length, at = _varint(data, at)
+            at += length
+        elif wire == 5:
+            at += 4
+        else:
+            raise ValueError(f"field {field}: wire type {wire} is not read here")
+        if at > len(data):
+            raise ValueError(f"field {field} runs past the end of the model")
+        fields.append((field, data[start:at]))
+    return fields
+
+
+def piece_text(encoded: bytes) -> str:
+    """The piece string (field 1) of one encoded ModelProto.pieces entry."""
+    _, at = _varint(encoded, 0)  # the entry's key
+    _, at = _varint(encoded, at)  # its length
+    for field, inner in split_fields(encoded[at:]):
+        if field == 1:
+            _, k = _varint(inner, 0)
+            length, k = _varint(inner, k)
+            return inner[k:k + length].decode("utf-8")
+    raise ValueError("a piece without its string")
+
+
+def pieces_of(model: bytes) -> list:
+    """A SentencePiece model's piece strings by id."""
+    return [piece_text(e) for f, e in split_fields(model) if f == PIECES_FIELD]
+
+
 def space_after_bytes(model_path):
     """Rewrite a space_piece model so that ▁ comes right after the byte pieces (id 270), not before
     them: ids 0..269 keep Needle's layout (check_layout). An id does not change how BPE cuts a text
     (pieces merge by score and ▁ merges with nothing), only which row of the model a piece uses."""
-    from transplant import PIECES_FIELD, piece_text, split_fields
     with open(model_path, "rb") as f:
         fields = split_fields(f.read())
     pieces = [e for field, e in fields if field == PIECES_FIELD]

@@ -28,73 +28,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tokenizer import SPACE  # noqa: E402
-
-PIECES_FIELD = 1  # ModelProto.pieces: repeated SentencePiece {1: piece, 2: score, 3: type}
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if at >= len(data):
-            raise ValueError("a varint runs past the end of the model")
-        b = data[at]
-        at += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, at
-        shift += 7
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        out.append(b | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def split_fields(data: bytes) -> list:
-    """The top-level fields of a protobuf message: (field number, the field's whole encoding)."""
-    fields, at = [], 0
-    while at < len(data):
-        start = at
-        key, at = _varint(data, at)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, at = _varint(data, at)
-        elif wire == 1:
-            at += 8
-        elif wire == 2:
-            length, at = _varint(data, at)
-            at += length
-        elif wire == 5:
-            at += 4
-        else:
-            raise ValueError(f"field {field}: wire type {wire} is not read here")
-        if at > len(data):
-            raise ValueError(f"field {field} runs past the end of the model")
-        fields.append((field, data[start:at]))
-    return fields
-
-
-def piece_text(encoded: bytes) -> str:
-    """The piece string (field 1) of one encoded ModelProto.pieces entry."""
-    _, at = _varint(encoded, 0)  # the entry's key
-    _, at = _varint(encoded, at)  # its length
-    for field, inner in split_fields(encoded[at:]):
-        if field == 1:
-            _, k = _varint(inner, 0)
-            length, k = _varint(inner, k)
-            return inner[k:k + length].decode("utf-8")
-    raise ValueError("a piece without its string")
-
-
-def pieces_of(model: bytes) -> list:
-    """A SentencePiece model's piece strings by id."""
-    return [piece_text(e) for f, e in split_fields(model) if f == PIECES_FIELD]
+from tokenizer import PIECES_FIELD, SPACE, piece_text, pieces_of, split_fields  # noqa: E402
 
 
 def aligned_model(old_model: bytes, new_model: bytes) -> tuple[bytes, list, list]:
@@ -203,7 +137,8 @@ def main(argv=None) -> int:
     if initial["model"]["embedding"].shape[0] != len(old_pieces):
         raise SystemExit(f"{args.init}: {initial['model']['embedding'].shape[0]} embedding rows, "
                          f"the old tokenizer has {len(old_pieces)} pieces")
-    out = {"model": transplant(initial, old_pieces, new_pieces, shared, args.word_rows), "geometry": initial["geometry"],
+    out = {"model": transplant(initial, old_pieces, new_pieces, shared, args.word_rows),
+           "geometry": initial["geometry"],
            "bits_map": initial["args"]["bits_map"],
            "args": {k: initial["args"][k] for k in ("geometry", "bits_map")},
            "state": {"step": 0, "tokens": 0},
