@@ -724,6 +724,38 @@ class SmallTalk(unittest.TestCase):
         self.assertNotEqual(self.plain["train"], self.splits["train"])
 
 
+class MoreInvented(unittest.TestCase):
+    """data.py --invented: that share of the perturbed training split's call clauses comes from
+    invented tools; the held-out splits stay as they are; 0 keeps the third drawn before."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, invented=0.6)
+        cls.plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5)
+
+    @staticmethod
+    def invented_share(splits):
+        """The share of the training split's calls that call an invented tool."""
+        calls = [c for ex in splits["train"] for c in ex["calls"]]
+        invented = {t["name"] for ex in splits["train"] for t in ex["tools"] if t["name"] not in data.VARIANTS}
+        return sum(c["name"] in invented for c in calls) / len(calls)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+
+    def test_the_share_of_invented_calls(self):
+        # A set's tools fill up as a group goes on, so a group's later members call a tool of the
+        # other kind at times: the share lands near, not at, the weight.
+        plain, more = self.invented_share(self.plain), self.invented_share(self.splits)
+        self.assertLess(abs(plain - 0.33), 0.06, plain)
+        self.assertLess(abs(more - 0.6), 0.08, more)
+
+    def test_determinism(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, invented=0.6)
+        self.assertEqual(again["train"], self.splits["train"])
+
+
 class Grouped(unittest.TestCase):
     """data.py --group: training examples in groups that share tools and system turn."""
 

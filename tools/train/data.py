@@ -264,6 +264,10 @@ class Shares:
         "instead of the invented tools' nouns or a pseudo-word (Generator.rename_noun; "
         "docs/training-data.md, \"Renamed nouns\"; default 0: none)",
         ("rename",), "it draws the renamed tools' new nouns")
+    invented: float = _share(
+        "share of the training split's call clauses drawn from invented tools, the rest from the families "
+        "(Generator.draw_shape; docs/training-data.md, \"More invented tools\"; default 0: 33%%)",
+        ("perturb",), _PERTURBED)
     small_talk: float = _share(
         "share of the training split's [] requests that are small talk, three in four composed "
         "(smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of them, "
@@ -288,6 +292,9 @@ class Generator:
         # small_talk that share of them small talk, else the fixed list's 15%.
         self.none_weights = (60, 25, 15) if not shares.small_talk else \
             ((1 - shares.small_talk) * 60 / 85, (1 - shares.small_talk) * 25 / 85, shares.small_talk)
+        # A training call clause is invented or a family's with these weights: with invented that
+        # share of them invented, else a third.
+        self.call_weights = (33, 67) if not shares.invented else (shares.invented, 1 - shares.invented)
         self.split_now = None  # the split make() / make_group() is drawing for
 
     def chance(self, share):
@@ -472,7 +479,7 @@ class Generator:
         if split == "train":
             shape = "two" if r < 0.05 else "none" if r < 0.15 else "one"
             kinds = ("invented", "family") if shape != "none" else ("family", "invented", "chitchat")
-            weights = (33, 67) if shape != "none" else self.none_weights
+            weights = self.call_weights if shape != "none" else self.none_weights
         elif split == "A":
             shape = "two" if r < 0.08 else "one"
             kinds, weights = ("invented", "family"), (20, 80)
