@@ -756,6 +756,44 @@ class MoreInvented(unittest.TestCase):
         self.assertEqual(again["train"], self.splits["train"])
 
 
+class InventedNouns(unittest.TestCase):
+    """data.py --invented-nouns: training requests that name an invented tool by its noun alone, never
+    beside another tool that holds the noun; the held-out splits stay as they are."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, invented_nouns=0.5)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, invented_nouns=0.5)
+        self.assertEqual(again["train"], self.splits["train"])
+
+    def test_a_request_by_the_noun_names_no_verb_and_is_recorded(self):
+        gen = data.Generator(SEED, data.Shares(perturb=0.5, invented_nouns=1.0))
+        gen.split_now = "train"
+        for _ in range(200):
+            clause = gen.invented_clause(False)
+            query = gen.single_text(clause)
+            words = re.findall(r"[a-z]+", query.lower())
+            self.assertEqual(gen.by_noun[query], clause.inv.noun, query)
+            self.assertTrue(clause.inv.noun in words or I.third_person(clause.inv.noun) in words, query)
+            self.assertNotIn(clause.inv.verb, words, query)
+            self.assertEqual(clause.template.kind, "other")  # never one clause of two
+
+    def test_names_noun_elsewhere(self):
+        lantern = {"name": "polish_lantern", "description": "Polishes a lantern.", "parameters": {}}
+        opaque = {"name": "fn_x2", "description": "Dusts the given lantern.", "parameters": {}}
+        other = {"name": "tune_violin", "description": "Tunes a violin.", "parameters": {}}
+        ex = {"tools": [lantern, other], "calls": [{"name": "polish_lantern", "arguments": {}}]}
+        self.assertFalse(data.names_noun_elsewhere(ex, "lantern"))
+        self.assertFalse(data.names_noun_elsewhere(ex, None))
+        self.assertTrue(data.names_noun_elsewhere(dict(ex, tools=[lantern, opaque]), "lantern"))
+        self.assertTrue(data.names_noun_elsewhere(dict(ex, calls=[]), "lantern"))  # a [] twin
+        self.assertFalse(data.names_noun_elsewhere(dict(ex, calls=[]), "violins"))
+
+
 class Grouped(unittest.TestCase):
     """data.py --group: training examples in groups that share tools and system turn."""
 

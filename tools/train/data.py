@@ -268,6 +268,10 @@ class Shares:
         "share of the training split's call clauses drawn from invented tools, the rest from the families "
         "(Generator.draw_shape; docs/training-data.md, \"More invented tools\"; default 0: 33%%)",
         ("perturb",), _PERTURBED)
+    invented_nouns: float = _share(
+        "share of training requests for invented tools that name the tool's noun and not its verb "
+        "(invented.noun_request; docs/training-data.md, \"More invented tools\"; default 0: none)",
+        ("perturb",), _PERTURBED)
     small_talk: float = _share(
         "share of the training split's [] requests that are small talk, three in four composed "
         "(smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of them, "
@@ -296,6 +300,7 @@ class Generator:
         # share of them invented, else a third.
         self.call_weights = (33, 67) if not shares.invented else (shares.invented, 1 - shares.invented)
         self.split_now = None  # the split make() / make_group() is drawing for
+        self.by_noun = {}  # a request that names an invented tool by its noun alone -> the noun
 
     def chance(self, share):
         """True with probability `share`; a share of 0 draws nothing from the generator, so that the
@@ -333,6 +338,8 @@ class Generator:
         """invented.request's (template, values, arguments), the frame perturbed with the share
         --perturb-invented in the training split."""
         t, values, args = I.request(self.rng, vocab, inv, held)
+        if self.split_now == "train" and self.chance(self.shares.invented_nouns):
+            t, values = I.noun_request(self.rng, inv, t, values)
         if self.split_now == "train" and self.chance(self.shares.perturb_invented):
             t = perturb_frame(self.rng, t)
         return t, values, args
@@ -379,7 +386,10 @@ class Generator:
         if text is None:
             return None
         self._values = clause.values
-        return self.capitalise(text, t, prefix)
+        text = self.capitalise(text, t, prefix)
+        if getattr(t, "noun", None):
+            self.by_noun[text] = t.noun
+        return text
 
     def two_text(self, first, second):
         rng = self.rng
@@ -908,6 +918,7 @@ def perturbed_train(seed, n_train, group, shares, reference, log=None):
                        else "query of a held-out split" if ex["query"] in held_queries
                        else "tool combination of split A" if frozenset(t["name"] for t in ex["tools"]) in a_combos
                        else "a value of split A" if string_arguments([ex]) & a_values
+                       else "its noun in another tool" if names_noun_elsewhere(ex, gen.by_noun.get(ex["query"]))
                        else None)
                 if why:
                     rejected[why] += 1
@@ -926,6 +937,16 @@ def perturbed_train(seed, n_train, group, shares, reference, log=None):
             (f" ({renamed} groups renamed)" if shares.rename else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
     return out
+
+
+def names_noun_elsewhere(ex, noun):
+    """Whether a tool that `ex` does not call holds `noun` in its name or description: a request that
+    names its tool by that noun alone (invented.noun_request) would fit it as well."""
+    if noun is None:
+        return False
+    called = {c["name"] for c in ex["calls"]}
+    return any(noun in F.name_words(t["name"]) or re.search(rf"\b{re.escape(noun)}\b", t["description"].lower())
+               for t in ex["tools"] if t["name"] not in called)
 
 
 def example_key(ex):

@@ -201,6 +201,14 @@ HELD_TEMPLATES = ["kindly arrange to {vp}, specifying {plist}", "next task is to
 HELD_TEMPLATES_NO_PARAMS = ["kindly arrange to {vp}", "it's time to {vp} for me"]
 
 
+# Requests that name the tool's noun and not its verb (data.py --invented-nouns, training only), as
+# split B's requests often do ("JWQ share price?"). "{vp}" is then a noun phrase ("the lantern",
+# "lanterns"); every frame is a question or statement, so it never joins a two-call request.
+NOUN_TEMPLATES = ["{vp} with {plist}?", "{vp}, {plist}?", "I need {vp}: {plist}", "{vp} please, {plist}",
+                  "what about {vp} with {plist}?", "{plist} for {vp}?", "got {vp}? {plist}"]
+NOUN_TEMPLATES_NO_PARAMS = ["{vp}?", "{vp} please", "I need {vp}", "what about {vp}?", "{vp}, now"]
+
+
 def _templates(texts, held):
     kinds = [("other" if t.endswith("?") or not t.startswith("{vp}") else "imp") for t in texts]
     return [Template(t, k, "invented", held) for t, k in zip(texts, kinds)]
@@ -270,6 +278,20 @@ def request(rng, vocab, inv, held_templates):
     values = {"vp": SlotValue(vp, value=0), "plist": SlotValue(plist, value=0)}
     ordered = {p.key: args[p.key] for p in inv.params if p.key in args}
     return template, values, ordered
+
+
+def noun_request(rng, inv, template, values):
+    """(template, values) of a request for `inv` by its noun alone: `template` (request()'s) swapped
+    for a noun frame with or without parameters as it had them, the verb phrase for a noun phrase."""
+    has_params = "{plist}" in template.text
+    text = pick(rng, NOUN_TEMPLATES if has_params else NOUN_TEMPLATES_NO_PARAMS)
+    det = pick(rng, ("the", "a", "my", "this", "", ""))
+    # A plural takes the third person's spelling rule (data.plural).
+    np = third_person(inv.noun) if not det else f"{_article(inv.noun) if det == 'a' else det} {inv.noun}"
+    values = dict(values, vp=SlotValue(np, value=0))
+    t = Template(text, "other", "invented", False)
+    t.noun = inv.noun  # data.Generator.single_text records the request by it
+    return t, values
 
 
 HELD_WORDS.update(Vocab(True).held_words)
