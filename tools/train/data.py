@@ -21,7 +21,8 @@ followed by their [] twin), --perturb-invented (perturbed invented-tool frames),
 family tool's noun renamed in the tool and its requests; --rename-forms, the name in the other
 number; --rename-words, the new noun a word of the word source), --invented (the share of invented
 tools among the calls), --invented-nouns (invented tools asked for by their noun alone) and
---small-talk (composed small talk among the [] requests): docs/training-data.md. Each is 0 by default and then draws nothing.
+--small-talk (composed small talk among the [] requests): docs/training-data.md. Each is 0 by
+default and then draws nothing.
 
 The splits are checked before anything is written (check_splits); a failed check is an error.
 """
