@@ -812,7 +812,7 @@ for _singular, _plural in RENAME_NOUNS.items():
 # tenses, participles, adverbs, plurals.
 RENAME_WORD_SKIP = re.compile(r"(?:ed|ing|ly|s)$")
 _IDENT_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")  # a word of an identifier, in place
-plural = I.third_person  # the same spelling rule: lantern -> lanterns, glass -> glasses, berry -> berries
+plural = I.plural
 
 
 def styled(word, like):

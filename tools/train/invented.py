@@ -62,6 +62,9 @@ def third_person(verb):
     return verb + "s"
 
 
+plural = third_person  # the same spelling rule: lantern -> lanterns, glass -> glasses, berry -> berries
+
+
 HELD_WORDS = set()  # filled below: pseudo-words never coincide with held-out vocabulary
 
 
@@ -286,8 +289,7 @@ def noun_request(rng, inv, template, values):
     has_params = "{plist}" in template.text
     text = pick(rng, NOUN_TEMPLATES if has_params else NOUN_TEMPLATES_NO_PARAMS)
     det = pick(rng, ("the", "a", "my", "this", "", ""))
-    # A plural takes the third person's spelling rule (data.plural).
-    np = third_person(inv.noun) if not det else f"{_article(inv.noun) if det == 'a' else det} {inv.noun}"
+    np = plural(inv.noun) if not det else f"{_article(inv.noun) if det == 'a' else det} {inv.noun}"
     values = dict(values, vp=SlotValue(np, value=0))
     t = Template(text, "other", "invented", False)
     t.noun = inv.noun  # data.Generator.single_text records the request by it
