@@ -851,6 +851,74 @@ class Average(unittest.TestCase):
             average.average(a, self.checkpoint(2), 1.5)
 
 
+class Grow(unittest.TestCase):
+    """grow.py: layers added as the identity keep the model's logits, and train.py --init runs on."""
+
+    def start(self):
+        net = random_model("tiny", "embedding=4,mhc=4,default=2", seed=3)
+        return net, {"model": net.state_dict(), "geometry": json.loads(net.g.to_json()),
+                     "bits_map": "embedding=4,mhc=4,default=2", "args": {}, "state": {"step": 7, "tokens": 70}}
+
+    def test_new_layers_start_as_the_identity(self):
+        import grow
+        net, start = self.start()
+        out = grow.grow(start, after=1, add=4, seed=5)
+        g = M.Geometry.from_dict(out["geometry"])
+        self.assertEqual((g.num_layers, g.engram_sites), (8, [1, 7]))  # tiny: 4 layers, sites 1 and 3
+        self.assertEqual(json.loads(out["args"]["geometry"]), out["geometry"])
+        self.assertEqual(out["state"], {"step": 7, "tokens": 70})
+        old = start["model"]
+        for name, t in out["model"].items():
+            if t.dim() and t.shape[0] == 8 and name not in ("engram_tables",):
+                for i, j in ((0, 0), (1, 1), (2, 6), (3, 7)):  # old layer i is layer j
+                    self.assertTrue(torch.equal(t[j], old[name][i]), f"{name} layer {i}")
+            else:
+                self.assertTrue(torch.equal(t, old[name]), name)
+        for i in range(2, 6):
+            self.assertEqual(float(out["model"]["out_proj"][i].abs().max()), 0.0)
+            self.assertEqual(float(out["model"]["d3"][i].abs().max()), 0.0)
+            self.assertTrue(torch.equal(out["model"]["b_res"][i], grow.IDENTITY_ROUTING * torch.eye(4)))
+            # its attention is a fresh layer's, not a copy
+            self.assertFalse(torch.equal(out["model"]["q_proj"][i], old["q_proj"][1]))
+        deeper = M.Needle2(g, cq.BitsMap.parse(out["bits_map"]))
+        deeper.load_state_dict(out["model"])
+        tokens = torch.randint(14, g.vocab, (2, 40), generator=torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            before, after = net(tokens), deeper(tokens)
+        scale = float(before.abs().max())
+        self.assertLess(float((after - before).abs().max()), 1e-2 * scale)
+        self.assertGreater(float((after - before).abs().max()), 0.0)  # the routing is near, not at, I
+
+    def test_placements_that_would_move_the_lane_offsets_are_refused(self):
+        import grow
+        _, start = self.start()
+        for after, add, why in ((1, 3, "multiple of the 4 lanes"), (4, 4, "layers are 0..3"),
+                                (-1, 4, "layers are 0..3"), (1, 0, "multiple")):
+            with self.assertRaises(ValueError) as e:
+                grow.grow(start, after, add)
+            self.assertIn(why, str(e.exception))
+
+    def test_a_run_continues_from_the_grown_checkpoint(self):
+        import grow
+        tmp = tempfile.mkdtemp()
+        try:
+            _, start = self.start()
+            path = os.path.join(tmp, "start.pt")
+            torch.save(start, path)
+            grown = os.path.join(tmp, "grown", "checkpoint.pt")
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(grow.main(["--init", path, "--after", "3", "--add", "4", "-o", grown]), 0)
+            data = write_copy_data(os.path.join(tmp, "train.jsonl"), 20, seed=1)
+            result = train.run(train.parse_args([
+                "--init", grown, "--data", data, "--batch-tokens", "256", "--warmup", "1", "--threads", "1",
+                "--quiet", "--checkpoint-minutes", "0", "--out", os.path.join(tmp, "run"), "--steps", "2"]))
+            self.assertEqual(result["state"]["step"], 2)
+            saved = torch.load(os.path.join(tmp, "run", "checkpoint.pt"))
+            self.assertEqual((saved["geometry"]["num_layers"], saved["geometry"]["engram_sites"]), (8, [1, 3]))
+        finally:
+            shutil.rmtree(tmp)
+
+
 class Init(unittest.TestCase):
     def test_init_starts_a_new_run_from_another_runs_weights(self):
         tmp = tempfile.mkdtemp()
