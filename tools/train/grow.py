@@ -32,6 +32,7 @@ import model as M  # noqa: E402
 import unpack  # noqa: E402
 
 IDENTITY_ROUTING = 8.0   # b_res diagonal of a new layer: Sinkhorn(exp(8 I)) is within 1e-3 of I
+PER_LAYER = {*M.LAYER_CQ, *M.LAYER_FP16, *M.MHC_CQ, *M.MHC_FP16}  # tensors stacked over layers
 
 
 def grow(start: dict, after: int, add: int, seed: int = 0) -> dict:
@@ -52,8 +53,7 @@ def grow(start: dict, after: int, add: int, seed: int = 0) -> dict:
     old = start["model"]
     model = {}
     for name, t in old.items():
-        if name not in M.LAYER_CQ and name not in M.LAYER_FP16 and name not in M.MHC_CQ \
-                and name not in M.MHC_FP16:
+        if name not in PER_LAYER:
             model[name] = t.clone()          # embedding, engram, final norm: not per layer
             continue
         layers = fresh[name].clone()
