@@ -869,7 +869,8 @@ class Grow(unittest.TestCase):
         self.assertEqual(out["state"], {"step": 7, "tokens": 70})
         old = start["model"]
         for name, t in out["model"].items():
-            if t.dim() and t.shape[0] == 8 and name not in ("engram_tables",):
+            if name in grow.PER_LAYER:
+                self.assertEqual(t.shape[0], 8, name)
                 for i, j in ((0, 0), (1, 1), (2, 6), (3, 7)):  # old layer i is layer j
                     self.assertTrue(torch.equal(t[j], old[name][i]), f"{name} layer {i}")
             else:

@@ -50,24 +50,23 @@ def grow(start: dict, after: int, add: int, seed: int = 0) -> dict:
                                                     for s in g.engram_sites]))
     fresh = M.Needle2(grown, cq.BitsMap.parse(start["bits_map"]), seed=seed).state_dict()
     new = range(after + 1, after + 1 + add)
-    old = start["model"]
+    moved = [i for i in range(L + add) if i not in new]   # old layer k is layer moved[k]
     model = {}
-    for name, t in old.items():
+    for name, t in start["model"].items():
         if name not in PER_LAYER:
             model[name] = t.clone()          # embedding, engram, final norm: not per layer
             continue
         layers = fresh[name].clone()
-        keep = [i for i in range(L + add) if i not in new]
-        layers[keep] = t.to(layers.dtype)
+        layers[moved] = t.to(layers.dtype)
         model[name] = layers
     for i in new:
         model["out_proj"][i].zero_()
         model["d3"][i].zero_()
         model["b_res"][i] = IDENTITY_ROUTING * torch.eye(lanes)
-    geometry = json.loads(grown.to_json())
-    return {"model": model, "geometry": geometry, "bits_map": start["bits_map"],
+    geometry = grown.to_json()
+    return {"model": model, "geometry": json.loads(geometry), "bits_map": start["bits_map"],
             # train.py --init reads the geometry and bits map from args, and reports the state.
-            "args": {"geometry": grown.to_json(), "bits_map": start["bits_map"],
+            "args": {"geometry": geometry, "bits_map": start["bits_map"],
                      "grown": {"after": after, "add": add, "seed": seed, "from_layers": L}},
             "state": {key: start.get("state", {}).get(key, 0) for key in ("step", "tokens")}}
 
