@@ -794,6 +794,50 @@ class InventedNouns(unittest.TestCase):
         self.assertFalse(data.names_noun_elsewhere(dict(ex, calls=[]), "violins"))
 
 
+class OpenToolWords(unittest.TestCase):
+    """data.py --invented-words: training invented tools named by words of the word source, targets
+    and distractors alike; split A's invented tools keep their held-out words."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, invented_words=0.8)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, invented_words=0.8)
+        self.assertEqual(again["train"], self.splits["train"])
+
+    def test_training_tools_take_word_source_words_and_held_out_ones_do_not(self):
+        gen = data.Generator(SEED, data.Shares(perturb=0.5, invented_words=1.0))
+        train, held = gen.vocab[False], gen.vocab[True]
+        common = set(W.WORD_SOURCE.common)
+        closed = set(train.verbs) | set(train.nouns)
+        opened = 0
+        for _ in range(300):
+            inv = gen.invent(train)
+            for word in (inv.verb, inv.noun):
+                self.assertIn(word, common)
+                self.assertTrue(gen.may_rename_to(word), word)  # no family's, split B's or A's word
+            opened += inv.verb not in closed and inv.noun not in closed
+        self.assertGreater(opened, 280)  # the 285 closed words are a sliver of the ~60,000
+        for _ in range(100):  # a near miss keeps the word it is given
+            self.assertEqual(gen.invent(train, verb="polish").verb, "polish")
+        for _ in range(300):  # split A's tools: its held-out words or pseudo-words, never the source's
+            inv = gen.invent(held)
+            self.assertTrue(inv.verb in held.verbs or inv.verb not in common, inv.verb)
+            self.assertTrue(inv.noun in held.nouns or inv.noun not in common, inv.noun)
+
+    def test_the_training_split_calls_tools_of_new_words(self):
+        closed = set(data.Generator(SEED).vocab[False].verbs) | set(data.Generator(SEED).vocab[False].nouns)
+        names = {c["name"] for ex in self.splits["train"] for c in ex["calls"] if ex["family"] == "invented"}
+        common = set(W.WORD_SOURCE.common)
+        words = [w for n in names for w in F.name_words(n)]
+        new = sum(w in common and w not in closed for w in words) / len(words)
+        # 0.8 of the tools, less the opaque names (op_4kx) and prefixes (svc_); about 0.01 without the option
+        self.assertGreater(new, 0.5, new)
+
+
 class Grouped(unittest.TestCase):
     """data.py --group: training examples in groups that share tools and system turn."""
 

@@ -274,6 +274,11 @@ class Shares:
         "share of training requests for invented tools that name the tool's noun and not its verb "
         "(invented.noun_request; docs/training-data.md, \"More invented tools\"; default 0: none)",
         ("perturb",), _PERTURBED)
+    invented_words: float = _share(
+        "share of the training split's invented tools (targets and distractors) whose verb and noun are "
+        "words of the word source (Debian's wamerican) instead of the invented tools' 285 training words "
+        "or pseudo-words (Generator.invent; docs/training-data.md, \"Open tool words\"; default 0: none)",
+        ("perturb",), _PERTURBED)
     small_talk: float = _share(
         "share of the training split's [] requests that are small talk, three in four composed "
         "(smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of them, "
@@ -332,9 +337,27 @@ class Generator:
 
     def invented_clause(self, held):
         vocab = self.vocab[held]
-        inv = I.invent(self.rng, vocab)
+        inv = self.invent(vocab)
         t, values, args = self.invented_request(vocab, inv, held)
         return Clause("invented", inv.tool(), inv.key, t, values, {"name": inv.name, "arguments": args}, inv)
+
+    def invent(self, vocab, verb=None, noun=None):
+        """invented.invent, except that in the training split, with the share invented_words, the verb
+        and noun not given are words of the word source (open_tool_word): so many that no word can be
+        learned as a tool's, and the model must match the request's words to the names it is offered."""
+        if not vocab.held and self.chance(self.shares.invented_words):
+            verb = verb or self.open_tool_word()
+            noun = noun or self.open_tool_word()
+        return I.invent(self.rng, vocab, verb=verb, noun=noun)
+
+    def open_tool_word(self):
+        """A word of the word source that may name an invented tool: what may_rename_to allows (no
+        family's word, split B's included, no word held out for split A, in either number)."""
+        for _ in range(100):
+            word = LEXICONS["words"].word(self.rng, plain=True)
+            if self.may_rename_to(word):
+                return word
+        raise RuntimeError("the word source gave no usable tool word in 100 draws")
 
     def invented_request(self, vocab, inv, held):
         """invented.request's (template, values, arguments), the frame perturbed with the share
@@ -449,10 +472,10 @@ class Generator:
             if invented and r < 0.25:
                 # A near miss: another tool with the same verb or the same noun.
                 base = pick(rng, invented)
-                inv = I.invent(rng, vocab, verb=base.verb) if rng.random() < 0.5 else I.invent(rng, vocab, noun=base.noun)
+                inv = self.invent(vocab, verb=base.verb) if rng.random() < 0.5 else self.invent(vocab, noun=base.noun)
                 tool, key, fam, origin = inv.tool(), inv.key, "invented", inv
             elif r < 0.55:
-                inv = I.invent(rng, vocab)
+                inv = self.invent(vocab)
                 tool, key, fam, origin = inv.tool(), inv.key, "invented", inv
             else:
                 g = F.BY_NAME[pick(rng, near)] if near and rng.random() < 0.3 else pick(rng, spec.distractor_families)
@@ -775,7 +798,7 @@ class Generator:
         names = {t["name"] for t in group.tools}
         for _ in range(20):
             if kind == "invented":
-                origin = I.invent(rng, self.vocab[spec.invented_held])
+                origin = self.invent(self.vocab[spec.invented_held])
                 tool = origin.tool()
             else:
                 origin = pick(rng, pick(rng, F.TRAIN_FAMILIES).variants)
