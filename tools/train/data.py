@@ -351,8 +351,8 @@ class Generator:
         return I.invent(self.rng, vocab, verb=verb, noun=noun)
 
     def open_tool_word(self):
-        """A word of the word source that may name an invented tool: what may_rename_to allows (no
-        family's word, split B's included, no word held out for split A, in either number)."""
+        """A word of the word source that may name an invented or renamed tool: what may_rename_to
+        allows (no family's word, split B's included, no word held out for split A, in either number)."""
         for _ in range(100):
             word = LEXICONS["words"].word(self.rng, plain=True)
             if self.may_rename_to(word):
@@ -741,10 +741,7 @@ class Generator:
         of the invented tools' training vocabulary, or a pseudo-word as often as invented tools take one."""
         rng = self.rng
         if self.chance(self.shares.rename_words):
-            for _ in range(100):
-                word = LEXICONS["words"].word(rng, plain=True)
-                if self.may_rename_to(word):
-                    return word
+            return self.open_tool_word()
         if rng.random() < 0.3:
             return I.pseudo_word(rng, W.PSEUDO_NOUN_ENDINGS)
         return pick(rng, self.vocab[False].nouns)
