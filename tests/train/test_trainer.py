@@ -1051,6 +1051,27 @@ class InitFromArchive(unittest.TestCase):
         torch.testing.assert_close(saved["model"]["embedding"], unpack.load(self.archive_path)["model"]["embedding"],
                                    rtol=0, atol=1e-6)
 
+    def test_an_archive_averages_as_its_dequantised_weights(self):
+        import average
+        start = unpack.load(self.archive_path)
+        run = dict(start, model={k: v + 0.5 if v.is_floating_point() else v for k, v in start["model"].items()})
+        run_path = os.path.join(self.tmp, "moved.pt")
+        torch.save(run, run_path)
+        out = os.path.join(self.tmp, "mean", "checkpoint.pt")
+        self.assertEqual(average.main([self.archive_path, run_path, "--weight", "0.5", "-o", out]), 0)
+        mean = torch.load(out, map_location="cpu")
+        for name, t in start["model"].items():
+            if t.is_floating_point():
+                torch.testing.assert_close(mean["model"][name], t + 0.25, rtol=0, atol=1e-6, msg=name)
+        # a broken archive is named, and nothing is written
+        broken = self.write("broken-for-average.cact", self.bytes[:len(self.bytes) - 10])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(average.main([broken, run_path, "-o", out + ".2"]), 1)
+        self.assertIn(f"{broken}: ", err.getvalue())
+        self.assertIn("blob ends past the archive", err.getvalue())
+        self.assertFalse(os.path.exists(out + ".2"))
+
     def test_bad_archives_name_the_problem(self):
         header = 232 + 44 * len(export.archive_tensors(self.net))
         cases = [

@@ -4,6 +4,9 @@
     /usr/bin/python3 tools/train/average.py RUN-A/checkpoint.pt RUN-B/checkpoint.pt --weight 0.5 \
         -o RUN-AVG/checkpoint.pt
 
+Either input may be a packed archive (.cact): its dequantised weights (unpack.load), the weights a
+run started from it with train.py --init begins with.
+
 Every floating-point tensor of the model is (1 - weight) A + weight B, in float32 as the trainer keeps
 them; the two must be the same model (geometry, bits map, tensor names and shapes), typically a run
 and the run that started from it (train.py --init), whose weights lie on one path of training. The
@@ -18,6 +21,9 @@ import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unpack  # noqa: E402
 
 
 def average(a: dict, b: dict, weight: float) -> dict:
@@ -48,18 +54,25 @@ def average(a: dict, b: dict, weight: float) -> dict:
     return out
 
 
+def load(path: str) -> dict:
+    """A train.py checkpoint, or a packed archive's dequantised weights as one (unpack.load, which
+    raises unpack.ArchiveError)."""
+    if path.endswith(".cact"):
+        return unpack.load(path)
+    return torch.load(path, map_location="cpu")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("a", help="the first checkpoint")
-    ap.add_argument("b", help="the second checkpoint")
+    ap.add_argument("a", help="the first checkpoint (or archive)")
+    ap.add_argument("b", help="the second checkpoint (or archive)")
     ap.add_argument("--weight", type=float, default=0.5, help="B's share, 0 to 1 (default 0.5)")
     ap.add_argument("-o", "--out", required=True, help="the averaged checkpoint")
     args = ap.parse_args(argv)
     try:
-        a = torch.load(args.a, map_location="cpu")
-        b = torch.load(args.b, map_location="cpu")
+        a, b = load(args.a), load(args.b)
         out = average(a, b, args.weight)
-    except (OSError, KeyError, ValueError) as e:
+    except (OSError, KeyError, ValueError) as e:  # unpack.ArchiveError is a ValueError
         print(f"average: {e}", file=sys.stderr)
         return 1
     out["averaged"] = {"a": args.a, "b": args.b, "weight": args.weight}
