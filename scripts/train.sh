@@ -42,8 +42,16 @@
 #              --small-talk 0.4 (composed small talk among the [] requests)    -> build/train/data-p8s/
 #   talk       a new run from run-avg's weights on data-p8s: --lr 3e-4 --min-lr 3e-5 --warmup 30
 #              --steps 2000 --seed 13                                          -> build/train/run-p8s/
-#   average2   average.py: the mean of run-avg's and run-p8s's weights (--weight 0.5); the shipped
-#              model                                                           -> build/train/run-avg2/
+#   average2   average.py: the mean of run-avg's and run-p8s's weights (--weight 0.5) (the model
+#              shipped from 2026-12-02 to 12-05)                               -> build/train/run-avg2/
+#   average2-pack  run-avg2 exported and packed (the next run starts from its CQ values)
+#                                                                              -> build/train/run-avg2/needlework-tools.cact
+#   data-ow    data.py as above with --perturb 0.8 --twins 0.15 --perturb-invented 0.8
+#              --invented-words 0.8 (invented tools named by open word-source words) -> build/train/data-ow/
+#   open-words a new run from run-avg2's archive on data-ow: --lr 4e-4 --min-lr 4e-5 --warmup 30
+#              --steps 2837 --seed 35                                          -> build/train/run-ow/
+#   average3   average.py: the mean of run-avg2's archive (its dequantised weights) and run-ow's
+#              weights (--weight 0.5); the shipped model                       -> build/train/run-avg3/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
@@ -79,7 +87,8 @@ minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
 # the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
-# NEEDLE_TRAIN_RENAMED_STEPS and NEEDLE_TRAIN_TALK_STEPS for a quick trial of the script)
+# NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS and NEEDLE_TRAIN_OPEN_WORDS_STEPS for a quick
+# trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -98,6 +107,9 @@ renamed_steps=${NEEDLE_TRAIN_RENAMED_STEPS:-2100}
 renamed_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$renamed_steps" --seed 11)
 talk_steps=${NEEDLE_TRAIN_TALK_STEPS:-2000}
 talk_options=(--lr 3e-4 --min-lr 3e-5 --warmup 30 --steps "$talk_steps" --seed 13)
+# the shipped run was cut by --minutes 85 at step 2837: a step budget ends the schedule there on any machine
+open_words_steps=${NEEDLE_TRAIN_OPEN_WORDS_STEPS:-2837}
+open_words_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$open_words_steps" --seed 35)
 
 install=0
 train_options=()
@@ -135,8 +147,14 @@ run_p8s="$work/run-p8s"
 checkpoint_p8s="$run_p8s/checkpoint.pt"
 run_avg2="$work/run-avg2"
 checkpoint_avg2="$run_avg2/checkpoint.pt"
+archive_avg2="$run_avg2/needlework-tools.cact"
+data_ow="$work/data-ow"
+run_ow="$work/run-ow"
+checkpoint_ow="$run_ow/checkpoint.pt"
+run_avg3="$work/run-avg3"
+checkpoint_avg3="$run_avg3/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_avg2"
+final_run="$run_avg3"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -363,19 +381,26 @@ pack_to() {
   mv "$2.tmp" "$2"
 }
 
-# The next run starts from the fifth model as it shipped: run-p8t's archive, whose dequantised
-# weights (train.py --init X.cact) are its CQ values, not the latent weights of its checkpoint.
-pack_p8t() {
-  "$python" tools/train/export.py --checkpoint "$checkpoint_p8t" -o "$run_p8t/model.safetensors"
-  pack_to "$run_p8t/model.safetensors" "$archive_p8t"
+# pack_stage NAME CHECKPOINT ARCHIVE NEXT: the stage NAME, CHECKPOINT exported (model.safetensors beside
+# it) and packed as ARCHIVE; skipped when ARCHIVE is up to date, or when NEXT (the checkpoint of the run
+# that started from ARCHIVE) exists. A model as it shipped is its archive, whose dequantised weights
+# (train.py --init X.cact) are its CQ values, not the latent weights of its checkpoint: the runs that
+# continue a shipped model start from its archive.
+pack_stage() {
+  local name=$1 checkpoint=$2 archive=$3 next=$4
+  if [ -e "$next" ]; then
+    skipped "$name" "$next (the run after it started from it)"
+  elif up_to_date "$archive" "$checkpoint" "$tokenizer" tools/train/export.py "$bin/needle-pack"; then
+    skipped "$name" "$archive"
+  else
+    stage "$name" export_and_pack "$checkpoint" "$archive"
+  fi
 }
-if [ -e "$checkpoint_p8f2" ]; then
-  skipped twins-pack "$checkpoint_p8f2 (the run after it started from it)"
-elif up_to_date "$archive_p8t" "$checkpoint_p8t" "$tokenizer" tools/train/export.py "$bin/needle-pack"; then
-  skipped twins-pack "$archive_p8t"
-else
-  stage twins-pack pack_p8t
-fi
+export_and_pack() {
+  "$python" tools/train/export.py --checkpoint "$1" -o "$(dirname "$1")/model.safetensors"
+  pack_to "$(dirname "$1")/model.safetensors" "$2"
+}
+pack_stage twins-pack "$checkpoint_p8t" "$archive_p8t" "$checkpoint_p8f2"
 perturbed_data data-p8f2 "$data_p8f2" "$run_p8f2" --perturb "$perturb2" --twins 0.15 --perturb-invented 0.8
 run_from frames "$archive_p8t" "$checkpoint_p8r" \
   "$python" tools/train/train.py --data "$data_p8f2" --tokenizer "$tokenizer" \
@@ -406,6 +431,16 @@ run_from talk "$checkpoint_avg" "" \
 # should; the mean of its weights and those it started from keeps most of the first and little of
 # the second (docs/training-data.md, "Composed small talk").
 average_of average2 "$checkpoint_avg" "$checkpoint_p8s" "$checkpoint_avg2"
+pack_stage average2-pack "$checkpoint_avg2" "$archive_avg2" "$checkpoint_ow"
+perturbed_data data-ow "$data_ow" "$run_ow" --perturb "$perturb2" --twins 0.15 --perturb-invented 0.8 \
+  --invented-words 0.8
+run_from open-words "$archive_avg2" "" \
+  "$python" tools/train/train.py --data "$data_ow" --tokenizer "$tokenizer" \
+  "${open_words_options[@]}" --eval "$data/A.jsonl" --out "$run_ow"
+# The open-words run answers [] to half of B, as every run from the shipped model did; the mean of its
+# weights and the archive it started from keeps what it learned of split C and loses that
+# (docs/training-data.md, "Open tool words").
+average_of average3 "$archive_avg2" "$checkpoint_ow" "$checkpoint_avg3"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
