@@ -406,7 +406,7 @@ run_from frames "$archive_p8t" "$checkpoint_p8r" \
   "$python" tools/train/train.py --data "$data_p8f2" --tokenizer "$tokenizer" \
   "${frames_options[@]}" --eval "$data/A.jsonl" --out "$run_p8f2"
 perturbed_data data-p8r "$data_p8r" "$run_p8r" --perturb "$perturb2" --twins 0.2 --perturb-invented 0.8 --rename 0.8
-run_from renamed "$checkpoint_p8f2" "" \
+run_from renamed "$checkpoint_p8f2" "$checkpoint_p8s" \
   "$python" tools/train/train.py --data "$data_p8r" --tokenizer "$tokenizer" \
   "${renamed_options[@]}" --eval "$data/A.jsonl" --out "$run_p8r"
 # average_of NAME A B OUT: the stage NAME, the mean of checkpoints A and B (average.py --weight 0.5)
@@ -424,7 +424,7 @@ average_of() {
 average_of average "$checkpoint_p8f2" "$checkpoint_p8r" "$checkpoint_avg"
 perturbed_data data-p8s "$data_p8s" "$run_p8s" --perturb "$perturb2" --twins 0.2 --perturb-invented 0.8 \
   --rename 0.4 --small-talk 0.4
-run_from talk "$checkpoint_avg" "" \
+run_from talk "$checkpoint_avg" "$checkpoint_ow" \
   "$python" tools/train/train.py --data "$data_p8s" --tokenizer "$tokenizer" \
   "${talk_options[@]}" --eval "$data/A.jsonl" --out "$run_p8s"
 # The talk run answers [] to most small talk and to half of split C, and to more of A and B than it
