@@ -1063,6 +1063,11 @@ class InitFromArchive(unittest.TestCase):
         for name, t in start["model"].items():
             if t.is_floating_point():
                 torch.testing.assert_close(mean["model"][name], t + 0.25, rtol=0, atol=1e-6, msg=name)
+        # the archive as B: the mean is not taken for the archive itself (train.py --init would say so)
+        self.assertEqual(average.main([run_path, self.archive_path, "--weight", "0.25", "-o", out]), 0)
+        mean = torch.load(out, map_location="cpu")
+        self.assertNotIn("archive", mean)
+        torch.testing.assert_close(mean["model"]["embedding"], start["model"]["embedding"] + 0.375, rtol=0, atol=1e-6)
         # a broken archive is named, and nothing is written
         broken = self.write("broken-for-average.cact", self.bytes[:len(self.bytes) - 10])
         err = io.StringIO()

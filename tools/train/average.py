@@ -49,7 +49,8 @@ def average(a: dict, b: dict, weight: float) -> dict:
             model[name] = tb.clone()
         else:
             raise ValueError(f"tensor {name}: integer values differ; they cannot be averaged")
-    out = {k: v for k, v in b.items() if k not in ("model", "optimizer", "rng")}
+    # an archive's own fields (its path, its inexact groups) are not the average's
+    out = {k: v for k, v in b.items() if k not in ("model", "optimizer", "rng", "archive", "inexact_groups")}
     out["model"] = model
     return out
 
