@@ -1076,6 +1076,13 @@ class InitFromArchive(unittest.TestCase):
         self.assertIn(f"{broken}: ", err.getvalue())
         self.assertIn("blob ends past the archive", err.getvalue())
         self.assertFalse(os.path.exists(out + ".2"))
+        # so is a file that is no checkpoint: read as train.py --init reads it (unpack.weights_of)
+        junk = self.write("junk-for-average.pt", b"not a checkpoint")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(average.main([run_path, junk, "-o", out + ".2"]), 1)
+        self.assertIn(f"{junk}: not a checkpoint", err.getvalue())
+        self.assertFalse(os.path.exists(out + ".2"))
 
     def test_bad_archives_name_the_problem(self):
         header = 232 + 44 * len(export.archive_tensors(self.net))

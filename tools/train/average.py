@@ -4,8 +4,8 @@
     /usr/bin/python3 tools/train/average.py RUN-A/checkpoint.pt RUN-B/checkpoint.pt --weight 0.5 \
         -o RUN-AVG/checkpoint.pt
 
-Either input may be a packed archive (.cact): its dequantised weights (unpack.load), the weights a
-run started from it with train.py --init begins with.
+Either input may be a packed archive (.cact): its dequantised weights, read as train.py --init reads
+them (unpack.weights_of), the weights a run started from the archive begins with.
 
 Every floating-point tensor of the model is (1 - weight) A + weight B, in float32 as the trainer keeps
 them; the two must be the same model (geometry, bits map, tensor names and shapes), typically a run
@@ -55,14 +55,6 @@ def average(a: dict, b: dict, weight: float) -> dict:
     return out
 
 
-def load(path: str) -> dict:
-    """A train.py checkpoint, or a packed archive's dequantised weights as one (unpack.load, which
-    raises unpack.ArchiveError)."""
-    if path.endswith(".cact"):
-        return unpack.load(path)
-    return torch.load(path, map_location="cpu")
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("a", help="the first checkpoint (or archive)")
@@ -71,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--out", required=True, help="the averaged checkpoint")
     args = ap.parse_args(argv)
     try:
-        a, b = load(args.a), load(args.b)
+        a, b = unpack.weights_of(args.a), unpack.weights_of(args.b)
         out = average(a, b, args.weight)
     except (OSError, KeyError, ValueError) as e:  # unpack.ArchiveError is a ValueError
         print(f"average: {e}", file=sys.stderr)

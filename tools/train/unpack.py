@@ -36,7 +36,7 @@ GEOMETRY_FIELDS = ("vocab", "d_model", "num_heads", "num_kv_heads", "num_layers"
 
 
 class ArchiveError(ValueError):
-    """An archive the trainer cannot start from; the message says what and where."""
+    """An archive (or checkpoint) the trainer cannot start from; the message says what and where."""
 
 
 def geometry_of(archive: cact.Archive, path: str) -> M.Geometry:
@@ -145,22 +145,27 @@ def model_tensors(net: M.Needle2, tensors: dict) -> dict:
 
 
 def start_from(path: str) -> dict:
-    """The weights a new run or a transplant starts from (their --init): a packed archive's (load) when
-    PATH ends in .cact, else a train.py checkpoint's fields; a file that is neither stops with
-    `--init: PATH: why`."""
+    """The weights a new run or a transplant starts from (their --init): weights_of(PATH); a file that
+    is neither an archive nor a checkpoint stops with `--init: PATH: why`."""
+    try:
+        return weights_of(path)
+    except ArchiveError as e:
+        raise SystemExit(f"--init: {e}") from None
+
+
+def weights_of(path: str) -> dict:
+    """A packed archive's weights as checkpoint fields (load) when PATH ends in .cact, else a train.py
+    checkpoint's fields; raises ArchiveError (`PATH: why`) for a file that is neither."""
     if path.endswith(".cact"):
-        try:
-            return load(path)
-        except ArchiveError as e:
-            raise SystemExit(f"--init: {e}") from None
+        return load(path)
     try:
         saved = torch.load(path, map_location="cpu")
     except OSError as e:
-        raise SystemExit(f"--init: {path}: {e.strerror or e}") from None
+        raise ArchiveError(f"{path}: {e.strerror or e}") from None
     except (RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as e:
-        raise SystemExit(f"--init: {path}: not a checkpoint ({e})") from None
+        raise ArchiveError(f"{path}: not a checkpoint ({e})") from None
     if not isinstance(saved, dict) or any(key not in saved for key in ("model", "geometry", "args")):
-        raise SystemExit(f"--init: {path}: not a train.py checkpoint (no model, geometry and args)")
+        raise ArchiveError(f"{path}: not a train.py checkpoint (no model, geometry and args)")
     return saved
 
 
