@@ -533,6 +533,68 @@ class Twins(unittest.TestCase):
         self.assertLess(data.statistics(plain)["train"]["share_no_call"], 0.15)
 
 
+class NearTwins(unittest.TestCase):
+    """data.py --near-twins: in a share of the [] twins a tool that the group's requests call is
+    replaced by its near miss (Generator.near_miss): the same parameters, and in its name and
+    description another noun than the one every request calling it names; nothing drawn without the
+    option."""
+
+    BASE = dict(group=GROUP, perturb=0.5, twins=0.3, rename=0.3)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, **cls.BASE, near_twins=1.0)
+
+    @staticmethod
+    def near_misses(before, twin):
+        """(called tool, its near miss in the twin, the words only the first names, the words only the
+        second names) for every tool of the twin with a called tool's parameters and a name that
+        differs from its name in one word."""
+        called = {c["name"] for ex in before for c in ex["calls"]}
+        tools = {t["name"]: t for t in before[0]["tools"] if t["name"] in called}
+        out = []
+        for new in twin[0]["tools"]:
+            for old in tools.values():
+                if new["parameters"] == old["parameters"] and new["name"] != old["name"]:
+                    a, b = set(F.name_words(old["name"])), set(F.name_words(new["name"]))
+                    if len(a - b) == 1 and len(b - a) == 1:
+                        out.append((old, new, a - b, b - a))
+        return out
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+
+    def test_a_near_miss_differs_from_its_tool_by_the_noun_its_requests_name(self):
+        pairs = list(twin_pairs(groups_of(self.splits["train"])))
+        with_near = 0
+        for before, twin in pairs:
+            misses = self.near_misses(before, twin)
+            with_near += bool(misses)
+            asked = " ".join(ex["query"] for ex in twin).lower()
+            for old, new, (noun,), (other,) in misses:
+                # every request that called the tool names its noun; none of the group names the new one
+                for ex in before:
+                    if any(c["name"] == old["name"] for c in ex["calls"]):
+                        self.assertRegex(ex["query"].lower(), r"\b" + noun[:-1], (ex["id"], noun))
+                self.assertNotRegex(asked, r"\b" + re.escape(other) + r"\b", twin[0]["id"])
+                self.assertNotEqual(new["description"], old["description"])
+                self.assertIn(other, new["description"].lower() + " " + new["name"].lower())
+            for ex in twin:
+                self.assertEqual(ex["calls"], [])
+        self.assertGreater(len(pairs), 0.15 * len(groups_of(self.splits["train"])))
+        # a family tool whose noun a request does not name ("wake me at 7", set_alarm) is dropped
+        self.assertGreater(with_near, 0.5 * len(pairs))
+        self.assertLess(with_near, len(pairs))
+
+    def test_determinism_and_nothing_drawn_without_the_option(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, near_twins=1.0)
+        self.assertEqual(again["train"], self.splits["train"])
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, near_twins=0.0)
+        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE)["train"])
+        self.assertNotEqual(plain["train"], self.splits["train"])
+
+
 class Renamed(unittest.TestCase):
     """data.py --rename: in a share of the perturbed training groups, a noun that a called family
     tool's name shares with its requests is renamed, in the tool and in those requests. Subclasses run

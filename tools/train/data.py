@@ -175,6 +175,14 @@ MAX_TOOLS = 6  # tools per prompt
 
 # --- groups: several requests against one tool set (--group) ---------------------------------------
 
+class NearMiss:
+    """The origin of a family tool renamed for a [] twin (Generator.near_miss): of no family, so that
+    ToolSet.fits_nothing and may_add do not read it as one, and its name its key."""
+
+    def __init__(self, name):
+        self.name = name
+
+
 class ToolSet:
     """The shared prompt of a group (data.py --group): its system turn and tools, where each tool came
     from (a family's Variant or an InventedTool), which tools the group's requests already call, and
@@ -284,6 +292,11 @@ class Shares:
         "(smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of them, "
         "from a fixed list)",
         ("perturb",), _PERTURBED)
+    near_twins: float = _share(
+        "share of the [] twins in which each tool that a request calls is replaced by its near miss instead of "
+        "dropped: a family tool with the noun its requests name renamed, an invented tool with another noun "
+        "(Generator.near_miss; docs/training-data.md, \"Near-miss twins\"; default 0: dropped)",
+        ("twins",), "it changes the [] twins")
 
     def options(self):
         """The command-line spelling of the shares that are not 0 (perturb always), for the log."""
@@ -308,6 +321,7 @@ class Generator:
         self.call_weights = (33, 67) if not shares.invented else (shares.invented, 1 - shares.invented)
         self.split_now = None  # the split make() / make_group() is drawing for
         self.by_noun = {}  # a request that names an invented tool by its noun alone -> the noun
+        self.near_missed = 0  # called tools replaced by their near miss in [] twins (near_miss), for the log
 
     def chance(self, share):
         """True with probability `share`; a share of 0 draws nothing from the generator, so that the
@@ -677,11 +691,60 @@ class Generator:
                        [(c, True) for c, _ in group.clauses], group.origins)
         if not all(twin.fits_nothing(c) for c, _ in group.clauses):
             return None
-        for _ in range(len(group.tools) - len(kept)):
-            self.add_to_set(twin, weighted(self.rng, ("invented", "family"), (33, 67)))
+        near = self.chance(self.shares.near_twins)
+        for index, tool in enumerate(group.tools):
+            if tool["name"] not in group.used:
+                continue
+            missed = self.near_miss(group, tool, members, twin) if near else None
+            if missed is not None:
+                twin.add(missed[0], missed[1], min(index, len(twin.tools)))
+                self.near_missed += 1
+            else:
+                self.add_to_set(twin, weighted(self.rng, ("invented", "family"), (33, 67)))
         if not twin.tools:
             return None
         return [dict(ex, tools=twin.tools, calls=[]) for ex in members]
+
+    def near_miss(self, group, tool, members, twin):
+        """A near miss of `tool`, a tool of `group` that requests of `members` call, for their [] twin
+        (`twin`, the set being refilled): (tool definition, origin), or None. A family tool whose
+        name holds a noun that every request calling it names gets that noun renamed (rename_noun),
+        in its name and descriptions: "set a pasta timer" against set_lantern, "Start a lantern". An
+        invented tool keeps its verb, description frame and parameters and takes another noun
+        ("polish the kettle" against polish_ladle). Either way the request's kind is offered and only
+        the noun says that it does not fit (docs/training-data.md, "Near-miss twins")."""
+        rng, origin = self.rng, group.origins[tool["name"]]
+        callers = [ex for ex in members if any(c["name"] == tool["name"] for c in ex["calls"])]
+        seen = " ".join([ex["query"] for ex in members]
+                        + [w for t in twin.tools + group.tools for w in F.name_words(t["name"])]).lower()
+        names = {t["name"] for t in twin.tools + group.tools}
+        if isinstance(origin, I.InventedTool):
+            named = re.compile(r"\b(" + re.escape(origin.noun) + "|" + re.escape(plural(origin.noun)) + r")\b", re.I)
+            if not all(named.search(ex["query"]) for ex in callers):
+                return None
+            new = self.invent(self.vocab[group.spec.invented_held], verb=origin.verb).noun
+            if new == origin.noun or re.search(r"\b(" + re.escape(new) + "|" + re.escape(plural(new)) + r")\b", seen):
+                return None
+            name = _IDENT_WORD.sub(lambda m: styled(new, m.group(0)) if m.group(0).lower() == origin.noun
+                                   else m.group(0), tool["name"])
+            if name == tool["name"] or name in names:  # an opaque name (tool_g8y) has no noun to change
+                return None
+            description = re.sub(r"\b" + re.escape(origin.noun) + r"\b", new, tool["description"])
+            missed = I.InventedTool(origin.verb, new, name, description, origin.params)
+            return (missed.tool(), missed) if twin.may_add(missed) else None
+        nouns = sorted({_RENAME_FORMS[w][0] for w in F.name_words(tool["name"]) if w in _RENAME_FORMS})
+        nouns = [n for n in nouns if all(noun_pattern(n).search(ex["query"]) for ex in callers)]
+        if not nouns:
+            return None
+        new = self.rename_noun()
+        if re.search(r"\b(" + re.escape(new) + "|" + re.escape(plural(new)) + r")\b", seen):
+            return None
+        missed = renamed_tool(tool, pick(rng, nouns), new)
+        # a description that does not name the noun ("Adjust the heating." for setTemperature) would
+        # still fit the request
+        if missed["name"] in names or missed["description"] == tool["description"]:
+            return None
+        return missed, NearMiss(missed["name"])
 
     def rename_group(self, members):
         """Renames, in the group make_group just made (`members`), a noun that a called family tool's
@@ -956,6 +1019,7 @@ def perturbed_train(seed, n_train, group, shares, reference, log=None):
     if log:
         log(f"data: train drawn again with {shares.options()}: {len(out)} examples, {groups} groups" +
             (f" ({twinned} [] twins)" if shares.twins else "") +
+            (f" ({gen.near_missed} called tools replaced by a near miss)" if shares.near_twins else "") +
             (f" ({renamed} groups renamed)" if shares.rename else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
     return out
