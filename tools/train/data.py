@@ -719,11 +719,10 @@ class Generator:
                         + [w for t in twin.tools + group.tools for w in F.name_words(t["name"])]).lower()
         names = {t["name"] for t in twin.tools + group.tools}
         if isinstance(origin, I.InventedTool):
-            named = re.compile(r"\b(" + re.escape(origin.noun) + "|" + re.escape(plural(origin.noun)) + r")\b", re.I)
-            if not all(named.search(ex["query"]) for ex in callers):
+            if not all(either_number(origin.noun).search(ex["query"].lower()) for ex in callers):
                 return None
             new = self.invent(self.vocab[group.spec.invented_held], verb=origin.verb).noun
-            if new == origin.noun or re.search(r"\b(" + re.escape(new) + "|" + re.escape(plural(new)) + r")\b", seen):
+            if new == origin.noun or either_number(new).search(seen):
                 return None
             name = _IDENT_WORD.sub(lambda m: styled(new, m.group(0)) if m.group(0).lower() == origin.noun
                                    else m.group(0), tool["name"])
@@ -737,7 +736,7 @@ class Generator:
         if not nouns:
             return None
         new = self.rename_noun()
-        if re.search(r"\b(" + re.escape(new) + "|" + re.escape(plural(new)) + r")\b", seen):
+        if either_number(new).search(seen):
             return None
         missed = renamed_tool(tool, pick(rng, nouns), new)
         # a description that does not name the noun ("Adjust the heating." for setTemperature) would
@@ -775,7 +774,7 @@ class Generator:
         new = self.rename_noun()
         seen = " ".join([ex["query"] for ex in members]
                         + [w for t in group.tools for w in F.name_words(t["name"])]).lower()
-        if re.search(r"\b(" + new + "|" + plural(new) + r")\b", seen):
+        if either_number(new).search(seen):
             return False
         # the name in the other number now and then (bookLantern for "lanterns"): a request's word and a
         # tool's name often differ in form (split B: "lights" asked, set_light offered)
@@ -903,6 +902,11 @@ def styled(word, like):
     if len(like) > 1 and like.isupper():
         return word.upper()
     return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
+def either_number(word):
+    """Whole-word matches of `word` or its plural, in lower-case text."""
+    return re.compile(r"\b(" + re.escape(word) + "|" + re.escape(plural(word)) + r")\b")
 
 
 def noun_pattern(singular):
