@@ -318,6 +318,20 @@ class ExactMatch(unittest.TestCase):
         self.assertEqual(set(evaluate.ERROR_KINDS), {"no reply", "a call where no tool fits", "no call", "other tools",
                                                      "the tools, other argument keys", "the tools and keys, other values"})
 
+    def test_whether_a_request_names_its_tools(self):
+        import evaluate
+        names = lambda query, *tools: evaluate.names_its_tools(query, [{"name": t, "arguments": {}} for t in tools])  # noqa: E731
+        self.assertTrue(names("Look for hotels in Warsaw", "hotels.find"))
+        self.assertTrue(names("book a hotel in Rousk", "bookHotel"))  # camelCase split, plural dropped
+        self.assertTrue(names("Show the RUSF stock price", "get_stock_price"))
+        self.assertFalse(names("Where is my parcel 1Z99?", "track_package"))
+        self.assertFalse(names("JWQ share price?", "stocks.quote"))
+        self.assertFalse(names("a hotel, then a recipe", "bookHotel", "track_package"))  # every tool named
+        self.assertTrue(names("a hotel, then a package", "bookHotel", "track_package"))
+        self.assertFalse(names("go on at 5", "go_on"))  # words of one or two letters do not count
+        self.assertIsNone(evaluate.names_its_tools("that's all", []))
+        self.assertEqual(evaluate.name_words("playEpisode fitness.record"), {"play", "episode", "fitnes", "record"})
+
     def test_the_request_of_an_example(self):
         import evaluate
         ex = {"tools": TOOLS[:1], "query": "Set a timer", "system": "", "calls": []}
@@ -382,6 +396,13 @@ class Evaluation(unittest.TestCase):
                 self.assertEqual([figures[s]["exact"]["total"] for s in "ABC"], [2, 2, 2])
                 self.assertEqual(sum(figures[s]["exact"]["count"] for s in "ABC"), right, engine)
                 self.assertEqual(wrong[engine], 6 - right, engine)
+                # of the two queries asked, one names A's set_timer ("Set a pasta timer"), one B's lights.toggle
+                naming = results["by_naming"][engine]
+                self.assertEqual(set(naming), {"A", "B"})
+                for s in "AB":
+                    self.assertEqual([naming[s][w]["total"] for w in ("named", "not named")], [1, 1])
+                    self.assertEqual(naming[s]["named"]["count"] + naming[s]["not named"]["count"],
+                                     figures[s]["exact"]["count"], engine)
                 self.assertGreater(results["timing"][engine]["mean_prompt_tokens"], 0)
             self.assertTrue(os.path.exists(os.path.join(out, "mismatches.md")))
             self.assertEqual(results["archive"]["bytes"], os.path.getsize(archive))

@@ -45,6 +45,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as train.py: no spinning 
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -157,6 +158,45 @@ def error_kinds(items: list, outputs: dict) -> dict:
                 per.setdefault(split, Counter())[kind] += 1
         out[engine] = {split: dict(sorted(c.items(), key=lambda kv: ERROR_KINDS.index(kv[0])))
                        for split, c in per.items()}
+    return out
+
+
+# Whether a request names the tools it needs: every gold tool's name shares a word with the request
+# (identifier words split at _ . - and camelCase, compared in lower case without a final "s", three
+# letters or more: "Look for hotels in Warsaw" names hotels.find; "Where is my parcel?" does not
+# name track_package). Split B's families are unseen, so a model that reads the tools should get the
+# requests that name them right first (docs/evaluation.md, "Metrics").
+_NAME_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def name_words(text: str) -> set:
+    """The words of `text` as names_its_tools compares them."""
+    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+    return {w.lower().removesuffix("s") for w in _NAME_WORD.findall(text)}
+
+
+def names_its_tools(query: str, gold) -> bool | None:
+    """True when every tool of `gold` shares a word with `query`; None for a `[]` gold."""
+    if not gold:
+        return None
+    words = name_words(query)
+    return all(name_words(call["name"]) & words for call in gold)
+
+
+def by_naming(items: list, outputs: dict) -> dict:
+    """engine -> split -> {"named": share, "not named": share} of exact matches, for the splits
+    whose gold calls a tool (names_its_tools)."""
+    out = {}
+    for engine, envelopes in outputs.items():
+        per = {}
+        for (split, ex, gold), e in zip(items, envelopes):
+            named = names_its_tools(ex["query"], gold)
+            if named is None:
+                continue
+            cell = per.setdefault(split, {"named": [0, 0], "not named": [0, 0]})["named" if named else "not named"]
+            cell[0] += exact_match(e["function_calls"], gold)
+            cell[1] += 1
+        out[engine] = {split: {k: share(*v) for k, v in cells.items()} for split, cells in per.items()}
     return out
 
 
@@ -413,6 +453,18 @@ def write_mismatches_md(path: str, results: dict, items: list) -> None:
             counts = [kinds.get(e, {}).get(split, {}).get(kind, 0) for e in engines]
             if any(counts):
                 lines.append(f"| {split} | {kind} | " + " | ".join(map(str, counts)) + " |")
+    lines += ["", "## Requests that name their tools", "",
+              "Exact matches among the requests whose every gold tool shares a word with the request "
+              "(\"hotels\" and hotels.find) and among the others (evaluate.names_its_tools).", "",
+              "| split | requests | " + " | ".join(engines) + " |", "|---|---|" + "---|" * len(engines)]
+    naming = results["by_naming"]
+    for split in SPLITS:
+        for which in ("named", "not named"):
+            cells = [naming.get(e, {}).get(split, {}).get(which) for e in engines]
+            if any(cells):
+                total = next(c["total"] for c in cells if c)
+                lines.append(f"| {split} | {which}: {total} | " +
+                             " | ".join(str(c["count"]) if c else "" for c in cells) + " |")
     lines += ["", f"## The first {min(SHOWN_IN_FULL, len(failures))} in full", ""]
     for m in failures[:SHOWN_IN_FULL]:
         lines.append(f"### {m['id']} ({m['family']}): wrong in {', '.join(m['wrong_in']) or 'none'}"
@@ -584,6 +636,7 @@ def main(argv=None) -> int:
     if prompts is not None and os.path.exists(args.tokenizer):
         results["prompt_ids_as_trained"] = prompt_check(items, prompts, args.tokenizer)
     results["error_kinds"] = error_kinds(items, outputs)
+    results["by_naming"] = by_naming(items, outputs)
     results["fixture_suggestion"] = fixture_suggestion(items, outputs)
     results["mismatches"] = mismatches(items, outputs)
 
