@@ -162,7 +162,7 @@ def error_kinds(items: list, outputs: dict) -> dict:
 
 
 # Whether a request names the tools it needs: every gold tool's name shares a word with the request
-# (identifier words split at _ . - and camelCase, compared in lower case without a final "s", three
+# (identifier words split at every non-letter and at camelCase, compared in lower case without a final "s", three
 # letters or more: "Look for hotels in Warsaw" names hotels.find; "Where is my parcel?" does not
 # name track_package). Split B's families are unseen, so a model that reads the tools should get the
 # requests that name them right first (docs/evaluation.md, "Metrics").
