@@ -332,6 +332,20 @@ class Forward(unittest.TestCase):
         torch.testing.assert_close(both[1], self.net(tokens[1:], sink=4)[0])
         self.assertGreater(float((self.net(tokens[1:], sink=0)[0] - both[1]).abs().max()), 1e-4)
 
+    @torch.no_grad()
+    def test_dropout_acts_only_while_training(self):
+        tokens = torch.randint(14, 512, (2, 30), generator=torch.Generator().manual_seed(9))
+        self.net.eval()
+        plain = self.net(tokens)
+        self.net.dropout = 0.3
+        # Eval mode (export, parity, decode.py): the branches pass unchanged, bit for bit.
+        torch.testing.assert_close(self.net(tokens), plain, rtol=0, atol=0)
+        self.net.train()
+        torch.manual_seed(3)
+        self.assertGreater(float((self.net(tokens) - plain).abs().max()), 1e-3)
+        self.net.dropout = 0.0
+        torch.testing.assert_close(self.net(tokens), plain, rtol=0, atol=0)
+
     def test_zcrms_gradient(self):
         x = torch.randn(3, 5, 16, dtype=torch.float64, requires_grad=True)
         s = (0.3 * torch.randn(16, dtype=torch.float64)).requires_grad_()
@@ -571,6 +585,15 @@ class BpeDropout(unittest.TestCase):
             with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
                 train.parse_args(base + ["--bpe-dropout", bad])
             self.assertIn("--bpe-dropout must be at least 0 and below 1", err.getvalue())
+
+    def test_dropout_must_be_a_probability_below_one(self):
+        base = ["--data", self.data, "--out", self.tmp, "--steps", "1"]
+        self.assertEqual(train.parse_args(base).dropout, 0.0)
+        self.assertEqual(train.parse_args(base + ["--dropout", "0.1"]).dropout, 0.1)
+        for bad in ("1", "-0.1"):
+            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+                train.parse_args(base + ["--dropout", bad])
+            self.assertIn("--dropout must be at least 0 and below 1", err.getvalue())
 
 
 def write_copy_data(path, n, seed):

@@ -316,6 +316,7 @@ class Needle2(nn.Module):
         super().__init__()
         g.validate()
         self.g, self.bits = g, bits
+        self.dropout = 0.0  # of the blocks' branch outputs while training (train.py --dropout; _drop)
         d, L, N, hd = g.d_model, g.num_layers, g.mhc_lanes, g.head_dim
         S, Tt, n = len(g.engram_sites), g.num_engram_tables, g.hada_n
         gen = torch.Generator().manual_seed(seed)
@@ -733,12 +734,19 @@ class Needle2(nn.Module):
             b = u + alpha * v_p
 
         # h. The block: attention, then the Hadamard MLP.
-        x1 = b + torch.sigmoid(w["attn_gate"][i]) * zcrms(attention(b), w["post_norm"][i])
-        out = x1 + self._mlp(i, x1, w)
+        x1 = b + torch.sigmoid(w["attn_gate"][i]) * self._drop(zcrms(attention(b), w["post_norm"][i]))
+        out = x1 + self._drop(self._mlp(i, x1, w))
 
         # i.-j. y = out - u; routing X_r <- sum_c P_rc X_c + hpost_r y.
         y = out - u
         return torch.addcmul(PX, hpost[..., None], y[:, :, None, :])
+
+    def _drop(self, branch):
+        """A block's branch output with dropout (train.py --dropout) while training; unchanged in eval
+        mode and at dropout 0, so the forward the engines must match never sees it."""
+        if self.dropout and self.training:
+            return F.dropout(branch, self.dropout, training=True)
+        return branch
 
     def _attention(self, i, b, w, attn_in_i, bias, cos, sin):
         """a = Wout((softmax(q k^T / sqrt(hd) + mask) v) * sigmoid(g)) with normed, rotated q and k."""

@@ -44,7 +44,8 @@ CHECKPOINT = "checkpoint.pt"
 # threads, device, logging and evaluation may change between invocations.)
 RUN_SETTINGS = {"geometry": "d256l6", "bits_map": "embedding=4,mhc=4,default=2", "seed": 1,
                 "batch_tokens": 4096, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100, "weight_decay": 0.1,
-                "clip": 1.0, "replan_every": 50, "decision_weight": 1.0, "bpe_dropout": 0.0}
+                "clip": 1.0, "replan_every": 50, "decision_weight": 1.0, "bpe_dropout": 0.0,
+                "dropout": 0.0}
 LOG_FIELDS = ["step", "epoch", "tokens", "elapsed_s", "lr", "loss", "accuracy", "tokens_per_s",
               "eval_loss", "eval_accuracy", "examples", "examples_per_s"]
 
@@ -542,6 +543,10 @@ def parse_args(argv=None):
                          "probability when the examples are cut into pieces, so that a word is also seen in "
                          "smaller pieces than its usual ones (default 0: the usual pieces; the replies and "
                          "the held-out files keep the usual pieces)")
+    ap.add_argument("--dropout", type=float,
+                    help="dropout on each block's attention and MLP outputs, in training only (model.Needle2."
+                         "dropout; docs/training.md, \"Dropout\"): the exported model and every engine are "
+                         "unchanged (default 0: none)")
     ap.add_argument("--seed", type=int, help="initial weights and data order (default 1)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads (default: all cores)")
@@ -567,6 +572,8 @@ def parse_args(argv=None):
         ap.error("--init starts a new run; --resume continues one: give one of them")
     if args.bpe_dropout is not None and not 0 <= args.bpe_dropout < 1:
         ap.error(f"--bpe-dropout must be at least 0 and below 1, not {args.bpe_dropout}")
+    if args.dropout is not None and not 0 <= args.dropout < 1:
+        ap.error(f"--dropout must be at least 0 and below 1, not {args.dropout}")
     return args
 
 
@@ -662,6 +669,7 @@ def run(args) -> dict:
 
     torch.manual_seed(args.seed)
     net = M.Needle2(g, cq.BitsMap.parse(args.bits_map), seed=args.seed).to(device)
+    net.dropout = args.dropout
     if initial:
         net.load_state_dict(initial["model"])
         if "archive" in initial:
