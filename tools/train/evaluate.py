@@ -427,6 +427,13 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def engine_table(columns: list, engines: list, rows: list) -> list:
+    """Markdown lines of a table with the label `columns` then one column per engine; `rows` are
+    (labels, cells) pairs, one cell per engine ("" for none); labels and cells are written with str()."""
+    lines = ["| " + " | ".join(columns + engines) + " |", "|" + "---|" * (len(columns) + len(engines))]
+    return lines + ["| " + " | ".join(map(str, [*labels, *cells])) + " |" for labels, cells in rows]
+
+
 def write_mismatches_md(path: str, results: dict, items: list) -> None:
     failures = results["mismatches"]
     engines = list(results["exact_match"])
@@ -434,37 +441,31 @@ def write_mismatches_md(path: str, results: dict, items: list) -> None:
              f"Archive `{results['archive']['path']}` (sha256 {results['archive']['sha256'][:16]}...), "
              f"{len(items)} requests; {len(failures)} with a wrong call in some engine or a disagreement "
              "between needle-run and wasm. Everything is in results.json (`mismatches`).", "",
-             "## Wrong calls by split and family", "",
-             "| split | family | requests | " + " | ".join(engines) + " |",
-             "|---|---|---|" + "---|" * len(engines)]
+             "## Wrong calls by split and family", ""]
     totals = Counter((s, ex["family"]) for s, ex, _ in items)
     wrong = Counter((m["split"], m["family"], e) for m in failures for e in m["wrong_in"])
-    for (split, family), n in sorted(totals.items()):
-        if any(wrong[(split, family, e)] for e in engines):
-            lines.append(f"| {split} | {family} | {n} | " +
-                         " | ".join(str(wrong[(split, family, e)]) for e in engines) + " |")
+    rows = [((split, family, n), [wrong[(split, family, e)] for e in engines])
+            for (split, family), n in sorted(totals.items())]
+    lines += engine_table(["split", "family", "requests"], engines, [r for r in rows if any(r[1])])
     lines += ["", "## Wrong calls by kind", "",
               "What a wrong reply got wrong first: the call-or-[] decision, the tools, the argument keys, "
-              "the values (evaluate.error_kind).", "",
-              "| split | kind | " + " | ".join(engines) + " |", "|---|---|" + "---|" * len(engines)]
+              "the values (evaluate.error_kind).", ""]
     kinds = results["error_kinds"]
-    for split in SPLITS:
-        for kind in ERROR_KINDS:
-            counts = [kinds.get(e, {}).get(split, {}).get(kind, 0) for e in engines]
-            if any(counts):
-                lines.append(f"| {split} | {kind} | " + " | ".join(map(str, counts)) + " |")
+    rows = [((split, kind), [kinds.get(e, {}).get(split, {}).get(kind, 0) for e in engines])
+            for split in SPLITS for kind in ERROR_KINDS]
+    lines += engine_table(["split", "kind"], engines, [r for r in rows if any(r[1])])
     lines += ["", "## Requests that name their tools", "",
               "Exact matches among the requests whose every gold tool shares a word with the request "
-              "(\"hotels\" and hotels.find) and among the others (evaluate.names_its_tools).", "",
-              "| split | requests | " + " | ".join(engines) + " |", "|---|---|" + "---|" * len(engines)]
+              "(\"hotels\" and hotels.find) and among the others (evaluate.names_its_tools).", ""]
     naming = results["by_naming"]
+    rows = []
     for split in SPLITS:
         for which in ("named", "not named"):
             cells = [naming.get(e, {}).get(split, {}).get(which) for e in engines]
             if any(cells):
                 total = next(c["total"] for c in cells if c)
-                lines.append(f"| {split} | {which}: {total} | " +
-                             " | ".join(str(c["count"]) if c else "" for c in cells) + " |")
+                rows.append(((split, f"{which}: {total}"), [c["count"] if c else "" for c in cells]))
+    lines += engine_table(["split", "requests"], engines, rows)
     lines += ["", f"## The first {min(SHOWN_IN_FULL, len(failures))} in full", ""]
     for m in failures[:SHOWN_IN_FULL]:
         lines.append(f"### {m['id']} ({m['family']}): wrong in {', '.join(m['wrong_in']) or 'none'}"
