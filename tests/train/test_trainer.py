@@ -577,23 +577,15 @@ class BpeDropout(unittest.TestCase):
         self.assertEqual([p.tolist() for p, _ in plain], [p for p, _ in usual])  # its own cache file
         self.assertEqual(len(os.listdir(os.path.join(self.tmp, "cache"))), 2)
 
-    def test_bpe_dropout_must_be_a_probability_below_one(self):
+    def test_both_dropouts_must_be_probabilities_below_one(self):
         base = ["--data", self.data, "--out", self.tmp, "--steps", "1"]
-        self.assertEqual(train.parse_args(base).bpe_dropout, 0.0)
-        self.assertEqual(train.parse_args(base + ["--bpe-dropout", "0.1"]).bpe_dropout, 0.1)
-        for bad in ("1", "-0.1"):
-            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
-                train.parse_args(base + ["--bpe-dropout", bad])
-            self.assertIn("--bpe-dropout must be at least 0 and below 1", err.getvalue())
-
-    def test_dropout_must_be_a_probability_below_one(self):
-        base = ["--data", self.data, "--out", self.tmp, "--steps", "1"]
-        self.assertEqual(train.parse_args(base).dropout, 0.0)
-        self.assertEqual(train.parse_args(base + ["--dropout", "0.1"]).dropout, 0.1)
-        for bad in ("1", "-0.1"):
-            with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
-                train.parse_args(base + ["--dropout", bad])
-            self.assertIn("--dropout must be at least 0 and below 1", err.getvalue())
+        for option, name in (("--bpe-dropout", "bpe_dropout"), ("--dropout", "dropout")):
+            self.assertEqual(getattr(train.parse_args(base), name), 0.0)
+            self.assertEqual(getattr(train.parse_args(base + [option, "0.1"]), name), 0.1)
+            for bad in ("1", "-0.1"):
+                with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+                    train.parse_args(base + [option, bad])
+                self.assertIn(f"{option} must be at least 0 and below 1, not", err.getvalue())
 
 
 def write_copy_data(path, n, seed):

@@ -570,10 +570,10 @@ def parse_args(argv=None):
         ap.error("give a budget: --minutes, --tokens and/or --steps")
     if args.init and args.resume:
         ap.error("--init starts a new run; --resume continues one: give one of them")
-    if args.bpe_dropout is not None and not 0 <= args.bpe_dropout < 1:
-        ap.error(f"--bpe-dropout must be at least 0 and below 1, not {args.bpe_dropout}")
-    if args.dropout is not None and not 0 <= args.dropout < 1:
-        ap.error(f"--dropout must be at least 0 and below 1, not {args.dropout}")
+    for name in ("bpe_dropout", "dropout"):  # probabilities; 1 would drop everything
+        value = getattr(args, name)
+        if value is not None and not 0 <= value < 1:
+            ap.error(f"--{name.replace('_', '-')} must be at least 0 and below 1, not {value}")
     return args
 
 
