@@ -6,7 +6,8 @@
 #
 # It compiles host/*.cpp into a static library, like the CMake project's `needle`, and links it with
 # tools/cli.cpp + tools/needle-ref.cpp, so only the objects needle-ref uses end up in the program. Each
-# object is rebuilt only when its source, a header it includes, or the flags changed. The CMake project
+# object is rebuilt only when its source, a header it includes, or the flags changed
+# (scripts/em-objects.sh, shared with scripts/build-toolcall-wasm.sh). The CMake project
 # is not used because it needs the host's libsentencepiece and Catch2, which an Emscripten build cannot
 # link. Left out, because needle-ref does not use them and they do not build here:
 #   host/spm_import.cpp   libsentencepiece (importing a .model when packing)
@@ -51,49 +52,11 @@ link_flags=(-O3 -msimd128 "-sEXCEPTION_CATCHING_ALLOWED=[$cli_run]"
             -sENVIRONMENT=node -sNODERAWFS=1 -sWASM_ASYNC_COMPILATION=0 -sEXIT_RUNTIME=1
             -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB)
 
-mkdir -p "$out/obj"
-stamp="$out/obj/flags.txt"
-flags_now="$(em++ --version | sed -n 1p) | ${compile_flags[*]} | ${link_flags[*]}"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags_now" ]; then
-  rm -f "$out"/obj/*.o "$out"/obj/*.d
-  printf '%s' "$flags_now" > "$stamp"
-fi
-
-# up_to_date OBJECT DEPFILE: true when the object exists and nothing in its dependency file is newer.
-up_to_date() {
-  local obj=$1 dep=$2 f
-  [ -f "$obj" ] && [ -f "$dep" ] || return 1
-  # The .d file is "obj: src hdr hdr \" lines; drop the target and the continuations.
-  for f in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep"); do
-    [ -e "$f" ] || return 1
-    [ "$f" -nt "$obj" ] && return 1
-  done
-  return 0
-}
-
-library_objects=()
-program_objects=()
-pids=()
-failed=0
-for src in "${sources[@]}"; do
-  name=$(echo "$src" | tr '/' '_')
-  obj="$out/obj/${name%.cpp}.o"
-  dep="$out/obj/${name%.cpp}.d"
-  case "$src" in
-    host/*) library_objects+=("$obj") ;;
-    *) program_objects+=("$obj") ;;
-  esac
-  up_to_date "$obj" "$dep" && continue
-  echo "em++ $src"
-  em++ "${compile_flags[@]}" -MMD -MF "$dep" -c "$src" -o "$obj" &
-  pids+=($!)
-  if [ ${#pids[@]} -ge "$jobs" ]; then
-    wait "${pids[0]}" || failed=1
-    pids=("${pids[@]:1}")
-  fi
-done
-for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-[ $failed = 0 ] || { echo "build-ref-wasm: compilation failed" >&2; exit 1; }
+# shellcheck source=scripts/em-objects.sh
+source scripts/em-objects.sh
+em_compile_objects build-ref-wasm "$out/obj" "${sources[@]}"
+library_objects=("${em_objects[@]:0:${#library_sources[@]}}")
+program_objects=("${em_objects[@]:${#library_sources[@]}}")
 # If cli::run's signature changed, its mangled name did too, and errors would abort without a message.
 # (the symbol table is read whole first: grep -q closing the pipe early would fail the pipeline)
 symbols=$(emnm "$out/obj/tools_cli.o" 2>/dev/null || true)

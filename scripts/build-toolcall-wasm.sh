@@ -7,8 +7,8 @@
 #
 # The sources are CMakeLists.txt's TOOLCALL_CAPI_SOURCES (read from there: the same list as
 # libneedle_toolcall.so, docs/toolcall.md "The C API") plus the glue, host/wasm/toolcall_module.cpp.
-# Like scripts/build-ref-wasm.sh, each object is rebuilt only when its source, a header it includes,
-# or the flags changed.
+# scripts/em-objects.sh (shared with scripts/build-ref-wasm.sh) compiles the objects: each is rebuilt
+# only when its source, a header it includes, or the flags changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-build}
@@ -54,45 +54,12 @@ link_flags=(-O3 -fexceptions
             "-sEXPORTED_RUNTIME_METHODS=$exported_runtime"
             "-sINCOMING_MODULE_JS_API=[instantiateWasm,print,printErr]")
 
-mkdir -p "$out/toolcall-obj"
 obj_dir="$out/toolcall-obj"
+# shellcheck source=scripts/em-objects.sh
+source scripts/em-objects.sh
+em_compile_objects build-toolcall-wasm "$obj_dir" "${sources[@]}"
+objects=("${em_objects[@]}")
 stamp="$obj_dir/flags.txt"
-flags_now="$(em++ --version | sed -n 1p) | ${compile_flags[*]} | ${link_flags[*]}"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags_now" ]; then
-  rm -f "$obj_dir"/*.o "$obj_dir"/*.d
-  printf '%s' "$flags_now" > "$stamp"
-fi
-
-# up_to_date OBJECT DEPFILE: true when the object exists and nothing in its dependency file is newer.
-up_to_date() {
-  local obj=$1 dep=$2 f
-  [ -f "$obj" ] && [ -f "$dep" ] || return 1
-  for f in $(sed -e 's/^[^:]*://' -e 's/\\$//' "$dep"); do
-    [ -e "$f" ] || return 1
-    [ "$f" -nt "$obj" ] && return 1
-  done
-  return 0
-}
-
-objects=()
-pids=()
-failed=0
-for src in "${sources[@]}"; do
-  name=$(echo "$src" | tr '/' '_')
-  obj="$obj_dir/${name%.cpp}.o"
-  dep="$obj_dir/${name%.cpp}.d"
-  objects+=("$obj")
-  up_to_date "$obj" "$dep" && continue
-  echo "em++ $src"
-  em++ "${compile_flags[@]}" -MMD -MF "$dep" -c "$src" -o "$obj" &
-  pids+=($!)
-  if [ ${#pids[@]} -ge "$jobs" ]; then
-    wait "${pids[0]}" || failed=1
-    pids=("${pids[@]:1}")
-  fi
-done
-for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-[ $failed = 0 ] || { echo "build-toolcall-wasm: compilation failed" >&2; exit 1; }
 
 relink=0
 [ -f "$out/toolcall.mjs" ] && [ -f "$out/toolcall.wasm" ] || relink=1
