@@ -148,40 +148,30 @@ TEST_CASE("engram rows, keys and tapped values follow the hash, validity and tap
   }
 }
 
+// Steps `count` tokens (drawn with `seed`) through the reference with f32 KV and activations and
+// checks every position's logits against the naive f64 implementation with the same sinks.
+static void checkAgainstNaive(const Model& m, uint32_t sink, size_t count, uint32_t seed) {
+  const auto ids = tokens(count, m.geo.vocab, seed);
+  test::NaiveModel naive(m, sink);
+  Reference ref(m, opts(false, false, sink));
+  for (size_t p = 0; p < ids.size(); ++p) {
+    const auto expect = naive.step(ids[p]);
+    INFO("position " << p);
+    CHECK(maxRel(ref.step(ids[p], true), expect) < 5e-6);
+  }
+}
+
 TEST_CASE("the step agrees with a naive f64 implementation of the design page", "[reference][naive]") {
   // f32 KV and f32 activations are the exact oracle: only f32 rounding separates the two.
   Model m = tiny();
-  SECTION("window 32, no sink") {
-    const auto ids = tokens(12, m.geo.vocab, 2);
-    test::NaiveModel naive(m, 0);
-    Reference ref(m, opts(false, false));
-    for (size_t p = 0; p < ids.size(); ++p) {
-      const auto expect = naive.step(ids[p]);
-      INFO("position " << p);
-      CHECK(maxRel(ref.step(ids[p], true), expect) < 5e-6);
-    }
-  }
+  SECTION("window 32, no sink") { checkAgainstNaive(m, 0, 12, 2); }
   SECTION("window 4 with 3 sinks, past the window and around the ring") {
     m.geo.kv_window = 4;
-    const auto ids = tokens(16, m.geo.vocab, 3);
-    test::NaiveModel naive(m, 3);
-    Reference ref(m, opts(false, false, 3));
-    for (size_t p = 0; p < ids.size(); ++p) {
-      const auto expect = naive.step(ids[p]);
-      INFO("position " << p);
-      CHECK(maxRel(ref.step(ids[p], true), expect) < 5e-6);
-    }
+    checkAgainstNaive(m, 3, 16, 3);
   }
   SECTION("window 4 without sinks") {
     m.geo.kv_window = 4;
-    const auto ids = tokens(14, m.geo.vocab, 4);
-    test::NaiveModel naive(m, 0);
-    Reference ref(m, opts(false, false));
-    for (size_t p = 0; p < ids.size(); ++p) {
-      const auto expect = naive.step(ids[p]);
-      INFO("position " << p);
-      CHECK(maxRel(ref.step(ids[p], true), expect) < 5e-6);
-    }
+    checkAgainstNaive(m, 0, 14, 4);
   }
 }
 
