@@ -120,6 +120,21 @@ std::string randomToolsJson(Rng& r, uint32_t minTools, uint32_t maxTools) {
   }
 }
 
+std::string eightNamedToolsJson(Rng& r) {
+  const std::vector<std::string> names = {"get_weather", "set_timer", "send_message", "create_event",
+                                          "search_web", "play_music", "get_time", "add_todo"};
+  std::string text = "[";
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string one = randomToolsJson(r, 1, 1);  // [{"name":"...",...}]: rename it
+    const size_t nameEnd = one.find("\",\"description\"");
+    if (i) text += ",";
+    text += "{\"name\":\"";
+    text += names[i];
+    text += one.substr(nameEnd, one.size() - nameEnd - 1);
+  }
+  return text + "]";
+}
+
 std::string randomRequest(Rng& r) {
   static const std::vector<std::string> pool = {
       "What's the weather in Paris?", "Set a timer for 10 minutes", "Send a message to Anna saying hi",

@@ -54,6 +54,9 @@ struct Rng {
 // with lengths and enums, integers and numbers with bounds, booleans, arrays, nested objects), as
 // JSON text that parseTools accepts.
 std::string randomToolsJson(Rng& r, uint32_t minTools = 1, uint32_t maxTools = 4);
+// Eight random tools renamed get_weather, set_timer, send_message, create_event, search_web,
+// play_music, get_time and add_todo (more than the 5 that the contrastive head keeps), as JSON text.
+std::string eightNamedToolsJson(Rng& r);
 // A user request drawn from a small list.
 std::string randomRequest(Rng& r);
 

@@ -171,16 +171,7 @@ TEST_CASE("with more than 5 tools the ranking sessions leave the snapshot as it 
   tc::Session session(*l.session);
   CountingBackend backend(l);
   Rng rng{99};
-  std::string text = "[";
-  const std::vector<std::string> names = {"get_weather", "set_timer", "send_message", "create_event",
-                                          "search_web", "play_music", "get_time", "add_todo"};
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string one = randomToolsJson(rng, 1, 1);
-    const size_t nameEnd = one.find("\",\"description\"");
-    if (i) text += ",";
-    text += "{\"name\":\"" + names[i] + one.substr(nameEnd, one.size() - nameEnd - 1);
-  }
-  text += "]";
+  const std::string text = eightNamedToolsJson(rng);
   for (uint64_t seed = 0; seed < 3; ++seed) {
     const tc::Request r =
         request(R"({"tools":)" + text + R"(,"request":"Play some jazz in the kitchen","temperature":1,"seed":)" +

@@ -210,15 +210,7 @@ TEST_CASE("more than 5 tools: the contrastive head keeps the 5 best (recomputed 
   tc::Session session(*l.session);
   CountingBackend backend(l);
   Rng rng{99};
-  std::string text = "[";
-  const std::vector<std::string> names = {"get_weather", "set_timer", "send_message", "create_event",
-                                          "search_web", "play_music", "get_time", "add_todo"};
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string one = randomToolsJson(rng, 1, 1);  // [{"name":"...",...}]: rename it
-    const size_t nameEnd = one.find("\",\"description\"");
-    text += (i ? "," : "") + std::string("{\"name\":\"") + names[i] + one.substr(nameEnd, one.size() - nameEnd - 1);
-  }
-  text += "]";
+  const std::string text = eightNamedToolsJson(rng);
   tc::Request r;
   r.tools = tc::parseTools(std::string_view(text));
   r.request = "Play some jazz in the kitchen";
