@@ -51,7 +51,14 @@
 #   open-words a new run from run-avg2's archive on data-ow: --lr 4e-4 --min-lr 4e-5 --warmup 30
 #              --steps 2837 --seed 35                                          -> build/train/run-ow/
 #   average3   average.py: the mean of run-avg2's archive (its dequantised weights) and run-ow's
-#              weights (--weight 0.5); the shipped model                       -> build/train/run-avg3/
+#              weights (--weight 0.5) (the model shipped from 2026-12-05 to 12-06) -> build/train/run-avg3/
+#   average3-pack  run-avg3 exported and packed (the next run starts from its CQ values)
+#                                                                              -> build/train/run-avg3/needlework-tools.cact
+#   dropout    a new run from run-avg3's archive on data-ow (the same data again) with dropout on the
+#              blocks' outputs: --lr 4e-4 --min-lr 4e-5 --warmup 30 --steps 2875 --seed 44
+#              --dropout 0.1                                                   -> build/train/run-dow/
+#   average4   average.py: the mean of run-avg3's archive and run-dow's weights (--weight 0.5); the
+#              shipped model                                                   -> build/train/run-avg4/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
@@ -87,8 +94,8 @@ minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
 # the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
-# NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS and NEEDLE_TRAIN_OPEN_WORDS_STEPS for a quick
-# trial of the script)
+# NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS and
+# NEEDLE_TRAIN_DROPOUT_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -110,6 +117,9 @@ talk_options=(--lr 3e-4 --min-lr 3e-5 --warmup 30 --steps "$talk_steps" --seed 1
 # the shipped run was cut by --minutes 85 at step 2837: a step budget ends the schedule there on any machine
 open_words_steps=${NEEDLE_TRAIN_OPEN_WORDS_STEPS:-2837}
 open_words_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$open_words_steps" --seed 35)
+# the shipped run was cut by --minutes 80 at step 2875
+dropout_steps=${NEEDLE_TRAIN_DROPOUT_STEPS:-2875}
+dropout_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$dropout_steps" --seed 44 --dropout 0.1)
 
 install=0
 train_options=()
@@ -153,8 +163,13 @@ run_ow="$work/run-ow"
 checkpoint_ow="$run_ow/checkpoint.pt"
 run_avg3="$work/run-avg3"
 checkpoint_avg3="$run_avg3/checkpoint.pt"
+archive_avg3="$run_avg3/needlework-tools.cact"
+run_dow="$work/run-dow"
+checkpoint_dow="$run_dow/checkpoint.pt"
+run_avg4="$work/run-avg4"
+checkpoint_avg4="$run_avg4/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_avg3"
+final_run="$run_avg4"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -434,13 +449,20 @@ average_of average2 "$checkpoint_avg" "$checkpoint_p8s" "$checkpoint_avg2"
 pack_stage average2-pack "$checkpoint_avg2" "$archive_avg2" "$checkpoint_ow"
 perturbed_data data-ow "$data_ow" "$run_ow" --perturb "$perturb2" --twins 0.15 --perturb-invented 0.8 \
   --invented-words 0.8
-run_from open-words "$archive_avg2" "" \
+run_from open-words "$archive_avg2" "$checkpoint_dow" \
   "$python" tools/train/train.py --data "$data_ow" --tokenizer "$tokenizer" \
   "${open_words_options[@]}" --eval "$data/A.jsonl" --out "$run_ow"
 # The open-words run answers [] to half of B, as every run from the shipped model did; the mean of its
 # weights and the archive it started from keeps what it learned of split C and loses that
 # (docs/training-data.md, "Open tool words").
 average_of average3 "$archive_avg2" "$checkpoint_ow" "$checkpoint_avg3"
+pack_stage average3-pack "$checkpoint_avg3" "$archive_avg3" "$checkpoint_dow"
+run_from dropout "$archive_avg3" "" \
+  "$python" tools/train/train.py --data "$data_ow" --tokenizer "$tokenizer" \
+  "${dropout_options[@]}" --eval "$data/A.jsonl" --out "$run_dow"
+# Dropout moves C again and, like every run from the shipped model, answers [] to most of B; the mean
+# with the archive it started from keeps B and part of C (docs/training-data.md, "With dropout").
+average_of average4 "$archive_avg3" "$checkpoint_dow" "$checkpoint_avg4"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
