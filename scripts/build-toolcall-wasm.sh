@@ -59,11 +59,10 @@ obj_dir="$out/toolcall-obj"
 source scripts/em-objects.sh
 em_compile_objects build-toolcall-wasm "$obj_dir" "${sources[@]}"
 objects=("${em_objects[@]}")
-stamp="$obj_dir/flags.txt"
 
 relink=0
 [ -f "$out/toolcall.mjs" ] && [ -f "$out/toolcall.wasm" ] || relink=1
-for f in "${objects[@]}" "$0" "$stamp"; do [ "$f" -nt "$out/toolcall.mjs" ] && relink=1; done
+for f in "${objects[@]}" "$0" "$em_stamp"; do [ "$f" -nt "$out/toolcall.mjs" ] && relink=1; done
 if [ $relink = 1 ]; then
   echo "em++ -o $out/toolcall.mjs"
   # linked under temporary names and renamed, so that a reader never sees half a module

@@ -7,18 +7,19 @@
 #   jobs                       how many em++ to run at once
 # and reads afterwards:
 #   em_objects                 the objects, in the order of the sources given
+#   em_stamp                   OBJ_DIR/flags.txt, newer whenever the flags changed (a reason to relink)
 
 # em_clear_on_new_flags OBJ_DIR: removes OBJ_DIR's objects when em++'s version or the flags differ from
 # the ones they were compiled with (OBJ_DIR/flags.txt), and records the flags now in use.
 em_clear_on_new_flags() {
   local obj_dir=$1
-  local stamp="$obj_dir/flags.txt"
   local flags_now
   flags_now="$(em++ --version | sed -n 1p) | ${compile_flags[*]} | ${link_flags[*]}"
+  em_stamp="$obj_dir/flags.txt"
   mkdir -p "$obj_dir"
-  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$flags_now" ]; then
+  if [ ! -f "$em_stamp" ] || [ "$(cat "$em_stamp")" != "$flags_now" ]; then
     rm -f "$obj_dir"/*.o "$obj_dir"/*.d
-    printf '%s' "$flags_now" > "$stamp"
+    printf '%s' "$flags_now" > "$em_stamp"
   fi
 }
 
@@ -35,7 +36,8 @@ em_up_to_date() {
 }
 
 # em_compile_objects WHO OBJ_DIR SOURCE...: compiles each out-of-date SOURCE to OBJ_DIR/<its path with
-# / as _>.o, $jobs at a time, and sets em_objects. On a failed compile it says so as WHO and exits.
+# / as _>.o, $jobs at a time, and sets em_objects and em_stamp. On a failed compile it says so as WHO
+# and exits.
 em_compile_objects() {
   local who=$1 obj_dir=$2
   shift 2
