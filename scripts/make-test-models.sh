@@ -37,15 +37,7 @@ corpus_bytes=1500000
 vocab=8192
 markers='<|im_start|>,<|im_end|>,<think>,</think>,<tools>,</tools>,<tool_call>,</tool_call>,<tool_result>,</tool_result>'
 
-# up_to_date OUTPUT INPUT...: OUTPUT exists and is newer than every INPUT.
-up_to_date() {
-  local output=$1 input
-  shift
-  [ -e "$output" ] || return 1
-  for input in "$@"; do
-    [ "$output" -nt "$input" ] || return 1
-  done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/up-to-date.sh"
 
 need_program() {
   [ -x "$bin/$1" ] || die "$bin/$1 is missing: build it first (cmake --build $build --target $1)"

@@ -180,15 +180,7 @@ die() {
   exit 1
 }
 
-# up_to_date OUTPUT INPUT...: OUTPUT exists and is newer than every INPUT.
-up_to_date() {
-  local output=$1 input
-  shift
-  [ -e "$output" ] || return 1
-  for input in "$@"; do
-    [ "$output" -nt "$input" ] || return 1
-  done
-}
+source scripts/up-to-date.sh
 
 # stage NAME COMMAND...: runs COMMAND (its output shown), then prints the time it took. COMMAND runs
 # in a subshell with errexit on (a function's failing step fails the stage; `cmd || die` would not).
