@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../rng.hpp"
 #include "archive.hpp"
 #include "toolcall/native.hpp"
 #include "toolcall/session.hpp"
@@ -37,18 +38,6 @@ struct Loaded {
 
 const Loaded& load(const std::string& name);
 inline const Loaded& micro() { return load("micro.cact"); }
-
-// A small deterministic generator (the tests' own; independent of the sampler's splitmix64).
-struct Rng {
-  uint64_t state;
-  uint32_t below(uint32_t n) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<uint32_t>((state >> 33) % n);
-  }
-  bool chance(uint32_t percent) { return below(100) < percent; }
-  template <typename T>
-  const T& pick(const std::vector<T>& v) { return v[below(static_cast<uint32_t>(v.size()))]; }
-};
 
 // 1 to 4 random tools with realistic names and parameter schemas of every supported kind (strings
 // with lengths and enums, integers and numbers with bounds, booleans, arrays, nested objects), as

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../rng.hpp"
 #include "helpers.hpp"
 #include "tokenizer.hpp"
 #include "toolcall/reply.hpp"
@@ -30,17 +31,6 @@ using namespace toolcall_test;
 namespace {
 
 const std::string kModelsDir = NEEDLE_MODELS_DIR;
-
-struct Rng {
-  uint64_t state;
-  uint32_t below(uint32_t n) {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<uint32_t>((state >> 33) % n);
-  }
-  bool chance(uint32_t percent) { return below(100) < percent; }
-  template <typename T>
-  const T& pick(const std::vector<T>& v) { return v[below(static_cast<uint32_t>(v.size()))]; }
-};
 
 // The small tokenizer: trained once per run on the first 400 KB of the fixture corpus. The coverage
 // keeps a few hundred characters (é, ü, CJK) out of 600 pieces; the rest fall back to bytes.
