@@ -192,4 +192,12 @@ size_t checkConstrainedReply(const Loaded& l, const tc::Request& request, const 
   return env.calls.size();
 }
 
+std::string outcome(const tc::Envelope& e) {
+  tc::Envelope copy = e;
+  copy.timeToFirstTokenMs = copy.prefillTps = copy.decodeTps = copy.constraintMs = 0;
+  copy.peakMemoryBytes = 0;
+  copy.reusedPromptTokens = 0;
+  return tc::envelopeJson(copy);
+}
+
 }  // namespace session_test

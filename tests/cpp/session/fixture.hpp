@@ -71,6 +71,10 @@ struct RecordingBackend : tc::NativeBackend {
 size_t checkConstrainedReply(const Loaded& l, const tc::Request& request, const tc::Envelope& env,
                              const std::string& streamed);
 
+// The envelope's deterministic part as JSON: everything but the timings, the memory and the reused
+// prefix (the tests run one session for many requests and compare with fresh runs).
+std::string outcome(const tc::Envelope& e);
+
 // The offered tools of an envelope: all of them, or those named in tools_offered.
 std::vector<tc::Tool> offeredTools(const tc::Request& request, const tc::Envelope& env);
 

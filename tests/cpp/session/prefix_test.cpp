@@ -28,15 +28,6 @@ struct CountingBackend : RecordingBackend {
 
 tc::Request request(const std::string& json) { return tc::parseRequest(json); }
 
-// Everything deterministic but reused_prompt_tokens.
-std::string outcome(const tc::Envelope& e) {
-  tc::Envelope copy = e;
-  copy.timeToFirstTokenMs = copy.prefillTps = copy.decodeTps = copy.constraintMs = 0;
-  copy.peakMemoryBytes = 0;
-  copy.reusedPromptTokens = 0;
-  return tc::envelopeJson(copy);
-}
-
 // The request run by a fresh session on a fresh backend: its envelope and its last kept logits.
 std::pair<tc::Envelope, std::vector<float>> fresh(const Loaded& l, const tc::Request& r) {
   tc::Session session(*l.session);

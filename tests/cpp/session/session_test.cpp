@@ -39,16 +39,6 @@ tc::Request request(const std::string& text, uint64_t seed = 0, float temperatur
   return r;
 }
 
-// The envelope's deterministic part (everything but the timings and the memory; and the reused
-// prefix, since these tests run one session for many requests and compare with first runs).
-std::string outcome(const tc::Envelope& e) {
-  tc::Envelope copy = e;
-  copy.timeToFirstTokenMs = copy.prefillTps = copy.decodeTps = copy.constraintMs = 0;
-  copy.peakMemoryBytes = 0;
-  copy.reusedPromptTokens = 0;
-  return tc::envelopeJson(copy);
-}
-
 // The prompt ids the session must build for `r` with `tools`.
 std::vector<uint32_t> expectedPrompt(const Loaded& l, const tc::Request& r, const std::vector<tc::Tool>& tools) {
   std::vector<tc::Turn> turns = r.history;
