@@ -86,4 +86,14 @@ inline double maxRel(const std::vector<float>& a, const std::vector<double>& ref
   return num / den;
 }
 
+// The raw index of column k of a packed row, read bit by bit from the stream definition.
+inline uint32_t streamIndex(const uint8_t* row, uint32_t width, uint32_t k) {
+  uint32_t value = 0;
+  for (uint32_t b = 0; b < width; ++b) {
+    const uint32_t j = k * width + b;
+    value |= ((row[j / 8] >> (j % 8)) & 1u) << b;
+  }
+  return value;
+}
+
 }  // namespace cqtest

@@ -12,19 +12,11 @@
 
 using namespace needle;
 using cqtest::OwnedCq;
+using cqtest::streamIndex;
 
 namespace {
 
 const uint32_t kWidths[] = {2, 3, 4, 5};
-
-uint32_t streamIndex(const uint8_t* row, uint32_t width, uint32_t k) {
-  uint32_t value = 0;
-  for (uint32_t b = 0; b < width; ++b) {
-    const uint32_t j = k * width + b;
-    value |= ((row[j / 8] >> (j % 8)) & 1u) << b;
-  }
-  return value;
-}
 
 // ---- docs/numerics.md, "A8", written out step by step without the library's helpers ----
 

@@ -10,6 +10,7 @@
 
 using namespace needle;
 using cqtest::OwnedCq;
+using cqtest::streamIndex;
 
 namespace {
 
@@ -21,16 +22,6 @@ std::vector<double> hadamardApply(const std::vector<double>& v) {
     for (size_t j = 0; j < n; ++j) out[i] += ((__builtin_popcountll(i & j) & 1) ? -v[j] : v[j]);
   for (double& x : out) x /= std::sqrt(double(n));
   return out;
-}
-
-// The raw index of column k of a packed row, read bit by bit from the stream definition.
-uint32_t streamIndex(const uint8_t* row, uint32_t width, uint32_t k) {
-  uint32_t value = 0;
-  for (uint32_t b = 0; b < width; ++b) {
-    const uint32_t j = k * width + b;
-    value |= ((row[j / 8] >> (j % 8)) & 1u) << b;
-  }
-  return value;
 }
 
 // A [rows, 128] matrix whose group g of row r rotates to levels[pattern(r, k)] exactly (up to the f32
