@@ -110,6 +110,20 @@ function num(text, what) {
   if (!Number.isFinite(v)) throw new UsageError(`${what}: '${text}' is not a number`);
   return v;
 }
+// The sampling flags: each one's key in a tool-call request (docs/toolcall.md, "The request"), its key
+// in the engine's sampler settings (--generate), how it is read, and its default.
+const samplingFlags = [
+  { flag: 'temperature', request: 'temperature', sampler: 'temperature', read: num, otherwise: 0 },
+  { flag: 'top-k', request: 'top_k', sampler: 'topK', read: uint, otherwise: 0 },
+  { flag: 'top-p', request: 'top_p', sampler: 'topP', read: num, otherwise: 1 },
+  { flag: 'min-p', request: 'min_p', sampler: 'minP', read: num, otherwise: 0 },
+  { flag: 'repeat-penalty', request: 'repeat_penalty', sampler: 'repetitionPenalty', read: num, otherwise: 1 },
+  { flag: 'repeat-window', request: 'repeat_window', sampler: 'repetitionWindow', read: uint, otherwise: 0 },
+];
+// The sampling flags' values (their defaults where not given), keyed for the 'request' or the 'sampler'.
+function samplingOptions(opts, keys) {
+  return Object.fromEntries(samplingFlags.map((f) => [f[keys], f.read(opts[f.flag], `--${f.flag}`) ?? f.otherwise]));
+}
 // The seed as a string of digits, 0 .. 2^64 - 1.
 function seedText(text) {
   if (text === undefined) return '0';
@@ -150,15 +164,7 @@ async function toolcallRequest(engine, opts) {
   }
   if (opts['no-constrain']) request.constrain = false;
   if (opts['no-heads']) request.use_heads = false;
-  Object.assign(request, {
-    temperature: num(opts.temperature, '--temperature') ?? 0,
-    top_k: uint(opts['top-k'], '--top-k') ?? 0,
-    top_p: num(opts['top-p'], '--top-p') ?? 1,
-    min_p: num(opts['min-p'], '--min-p') ?? 0,
-    repeat_penalty: num(opts['repeat-penalty'], '--repeat-penalty') ?? 1,
-    repeat_window: uint(opts['repeat-window'], '--repeat-window') ?? 0,
-    seed: seedText(opts.seed),
-  });
+  Object.assign(request, samplingOptions(opts, 'request'), { seed: seedText(opts.seed) });
   return request;
 }
 
@@ -207,14 +213,7 @@ async function main() {
   const sink = uint(opts.sink, '--sink') ?? 0;
   if (opts.seed !== undefined && !/^\d+$/.test(opts.seed)) throw new UsageError(`--seed: '${opts.seed}' is not a non-negative integer`);
   const seed = opts.seed === undefined ? 0n : BigInt(opts.seed);
-  const sampler = {
-    temperature: num(opts.temperature, '--temperature') ?? 0,
-    topK: uint(opts['top-k'], '--top-k') ?? 0,
-    topP: num(opts['top-p'], '--top-p') ?? 1,
-    minP: num(opts['min-p'], '--min-p') ?? 0,
-    repetitionPenalty: num(opts['repeat-penalty'], '--repeat-penalty') ?? 1,
-    repetitionWindow: uint(opts['repeat-window'], '--repeat-window') ?? 0,
-  };
+  const sampler = samplingOptions(opts, 'sampler');
   const size = fs.statSync(opts.archive).size;
   const engine = await createEngine({
     threads: Math.max(1, threads),
