@@ -75,8 +75,8 @@ function parseArgs(argv) {
     if (!a.startsWith('--') || i + 1 >= argv.length) throw new UsageError(`unexpected argument ${a}`);
     opts[a.slice(2)] = argv[++i];
   }
-  const known = ['archive', 'prompt', 'ids', 'generate', 'threads', 'seed', 'sink', 'logits-out', 'prefill', 'temperature',
-    'top-k', 'top-p', 'min-p', 'repeat-penalty', 'repeat-window', 'wasm', ...FLAGS, ...TOOLCALL_OPTIONS];
+  const known = ['archive', 'prompt', 'ids', 'generate', 'threads', 'seed', 'sink', 'logits-out', 'prefill', 'wasm',
+    ...samplingFlags.map((f) => f.flag), ...FLAGS, ...TOOLCALL_OPTIONS];
   for (const k of Object.keys(opts)) if (!known.includes(k)) throw new UsageError(`unknown option --${k}`);
   if (!opts.archive) throw new UsageError('--archive is required');
   if (opts.tools !== undefined || opts.batch !== undefined) {
