@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "train"))
 import data  # noqa: E402
 import families as F  # noqa: E402
 import invented as I  # noqa: E402
+import more_families as M  # noqa: E402
 import render  # noqa: E402
 import schema  # noqa: E402
 import slots  # noqa: E402
@@ -899,6 +900,76 @@ class OpenToolWords(unittest.TestCase):
         new = sum(w in common and w not in closed for w in words) / len(words)
         # 0.8 of the tools, less the opaque names (op_4kx) and prefixes (svc_); 0.04 without the option
         self.assertGreater(new, 0.5, new)
+
+
+class MoreFamilies(unittest.TestCase):
+    """data.py --more-families: training requests and tools of the 25 extra families
+    (more_families.py), which never reach a held-out split and leave the data without the option as
+    it was."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.4)
+        cls.plain = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+        again = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.4)
+        self.assertEqual(again["train"], self.splits["train"])
+        zero = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.0)
+        self.assertEqual(zero["train"], self.plain["train"])
+
+    def test_extra_families_are_asked_and_offered_in_training_only(self):
+        extra = {v.name: f.name for f in M.EXTRA_FAMILIES for v in f.variants}
+        train = self.splits["train"]
+        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in M.EXTRA_BY_NAME)
+        self.assertEqual(set(asked), set(M.EXTRA_BY_NAME))  # every one of the 25 is asked for
+        family_requests = sum(ex["family"] in F.BY_NAME for ex in train)
+        self.assertAlmostEqual(sum(asked.values()) / family_requests, 0.4, delta=0.08)
+        called = {c["name"] for ex in train for c in ex["calls"]}
+        self.assertTrue(called & set(extra))
+        # An extra tool offered to a one-call request of another family is a distractor: never called.
+        offered_aside = 0
+        for ex in train:
+            for t in ex["tools"] if len(ex["calls"]) <= 1 else ():
+                if t["name"] in extra and extra[t["name"]] != ex["family"]:
+                    offered_aside += 1
+                    self.assertNotIn(t["name"], {c["name"] for c in ex["calls"]}, ex["id"])
+        self.assertGreater(offered_aside, 100)
+        for ex in self.plain["train"]:
+            self.assertFalse({t["name"] for t in ex["tools"]} & set(extra), ex["id"])
+        for split in ("A", "B", "C"):
+            for ex in self.splits[split]:
+                self.assertFalse({t["name"] for t in ex["tools"]} & set(extra), ex["id"])
+
+    def test_a_conflicting_or_near_family_is_never_offered_alone_for_a_request_no_tool_fits(self):
+        for ex in self.splits["train"]:
+            if ex["calls"] or ex["family"] not in M.EXTRA_BY_NAME:
+                continue
+            fams = {data.VARIANTS[t["name"]].family.name for t in ex["tools"] if t["name"] in data.VARIANTS}
+            self.assertFalse(fams & data.excluded_families(ex["family"], True), ex["id"])
+
+    def test_no_tool_word_of_theirs_names_an_invented_or_renamed_tool(self):
+        gen = data.Generator(SEED, data.Shares(perturb=0.5, more_families=0.4))
+        for word in ("wifi", "vacuum", "sprinkler", "coffee", "library", "parking"):
+            self.assertIn(word, M.EXTRA_WORDS)
+            self.assertFalse(gen.may_rename_to(word), word)
+        self.assertTrue(data.Generator(SEED).may_rename_to("wifi"))  # without the option, as before
+
+    def test_the_checks_catch_a_split_b_word_and_a_clash_with_invented_words(self):
+        M.check()
+        for tool, why in (("track_parcel", "split-B word"), ("polish_modem", "invented word 'polish'"),
+                          ("set_timer", "a family's already")):
+            bad = F.Family("bad_extra", split="extra", slots={"x": slots.Values(["a b"], slots.event_title)},
+                           variants=[F.V(tool, "A tool.", F.P("x", "string", "x", req=True))], imp=["do {x}"])
+            M.EXTRA_FAMILIES.append(bad)
+            try:
+                with self.assertRaisesRegex(ValueError, why):
+                    M.check()
+            finally:
+                M.EXTRA_FAMILIES.remove(bad)
+        M.check()
 
 
 class Grouped(unittest.TestCase):

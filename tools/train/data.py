@@ -41,6 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import families as F  # noqa: E402
 import invented as I  # noqa: E402
+import more_families as M  # noqa: E402
 import smalltalk  # noqa: E402
 import wordlists as W  # noqa: E402
 from schema import check_tool, validate_call  # noqa: E402
@@ -101,12 +102,13 @@ def _excluded(name, none):
         out |= fam.conflicts
         if none:
             out |= fam.near
-    out |= {f.name for f in F.FAMILIES if name in f.conflicts}
+    out |= {f.name for f in F.FAMILIES + M.EXTRA_FAMILIES if name in f.conflicts}
     return frozenset(out)
 
 
 _EXCLUDED = {(name, none): _excluded(name, none)
-             for name in [f.name for f in F.FAMILIES] + ["invented", "chitchat"] for none in (False, True)}
+             for name in [f.name for f in F.FAMILIES + M.EXTRA_FAMILIES] + ["invented", "chitchat"]
+             for none in (False, True)}
 
 
 def excluded_families(name, none):
@@ -169,7 +171,7 @@ def trie_regex(strings):
 HELD_FRAGMENTS = held_fragments()
 HELD_FRAGMENT_RE = trie_regex(set(HELD_FRAGMENTS))
 
-VARIANTS = {v.name: v for f in F.FAMILIES for v in f.variants}  # tool name -> its family's Variant
+VARIANTS = {v.name: v for f in F.FAMILIES + M.EXTRA_FAMILIES for v in f.variants}  # tool name -> its family's Variant
 MAX_TOOLS = 6  # tools per prompt
 
 
@@ -292,6 +294,11 @@ class Shares:
         "(smalltalk.compose; docs/training-data.md, \"Composed small talk\"; default 0: 15%% of them, "
         "from a fixed list)",
         ("perturb",), _PERTURBED)
+    more_families: float = _share(
+        "share of the training split's family requests drawn from the 25 extra families of more_families.py, "
+        "whose tools then also fill its prompts beside the 26 families' (Generator.pick_clause, distractor_pool; "
+        "docs/training-data.md, \"More families\"; default 0: none)",
+        ("perturb",), _PERTURBED)
     near_twins: float = _share(
         "share of the [] twins in which each tool that a request calls is replaced by its near miss instead of "
         "dropped: a family tool with the noun its requests name renamed, an invented tool with another noun "
@@ -322,6 +329,16 @@ class Generator:
         self.split_now = None  # the split make() / make_group() is drawing for
         self.by_noun = {}  # a request that names an invented tool by its noun alone -> the noun
         self.near_missed = 0  # called tools replaced by their near miss in [] twins (near_miss), for the log
+        # With more_families, the training split's tools come from the 26 families and the 25 extra
+        # ones alike (distractor_pool); its requests from the extra ones with that share (pick_clause).
+        self.train_pool = F.TRAIN_FAMILIES + M.EXTRA_FAMILIES
+
+    def distractor_pool(self, spec):
+        """The families whose tools may fill `spec`'s prompts: the split's own, and in the training
+        split with --more-families the extra families too (more_families.py)."""
+        if spec.name == "train" and self.shares.more_families:
+            return self.train_pool
+        return spec.distractor_families
 
     def chance(self, share):
         """True with probability `share`; a share of 0 draws nothing from the generator, so that the
@@ -475,8 +492,9 @@ class Generator:
         banned = set()
         for c in clauses:
             banned |= excluded_families(c.family, none)
+        pool = self.distractor_pool(spec)
         near = [n for c in clauses if c.family in F.BY_NAME for n in sorted(F.BY_NAME[c.family].near)
-                if n not in banned and F.BY_NAME.get(n) in spec.distractor_families]
+                if n not in banned and F.BY_NAME.get(n) in pool]
         invented = [c.inv for c in clauses if c.inv is not None]
         vocab = self.vocab[spec.invented_held]
         tries = 0
@@ -492,7 +510,7 @@ class Generator:
                 inv = self.invent(vocab)
                 tool, key, fam, origin = inv.tool(), inv.key, "invented", inv
             else:
-                g = F.BY_NAME[pick(rng, near)] if near and rng.random() < 0.3 else pick(rng, spec.distractor_families)
+                g = F.BY_NAME[pick(rng, near)] if near and rng.random() < 0.3 else pick(rng, pool)
                 if g.name in banned or g.name in fams or any(g.name in F.BY_NAME[f].conflicts for f in fams if f in F.BY_NAME):
                     continue
                 v = pick(rng, g.variants)
@@ -519,6 +537,8 @@ class Generator:
             return self.chitchat_clause(spec.held_templates)
         if kind == "B":
             return self.family_clause(pick(rng, F.B_FAMILIES), False, False)
+        if self.split_now == "train" and self.chance(self.shares.more_families):
+            return self.family_clause(pick(rng, M.EXTRA_FAMILIES), False, False)
         return self.family_clause(pick(rng, F.TRAIN_FAMILIES), spec.held_templates, spec.held_values)
 
     def draw_shape(self, split):
@@ -816,6 +836,7 @@ class Generator:
         and "bellows" is held out; "calorie" would make split B's "calories")."""
         return not (RENAME_WORD_SKIP.search(word) or
                     any(w in F.FAMILY_WORDS or w in _RENAME_FORMS or w in self.vocab[False].held_words
+                        or (self.shares.more_families and w in M.EXTRA_WORDS)
                         for w in (word, plural(word))))
 
     def clause_for_set(self, group, kind, imperative=False, besides=None):
@@ -860,7 +881,7 @@ class Generator:
                 origin = self.invent(self.vocab[spec.invented_held])
                 tool = origin.tool()
             else:
-                origin = pick(rng, pick(rng, F.TRAIN_FAMILIES).variants)
+                origin = pick(rng, pick(rng, self.distractor_pool(spec)).variants)
                 tool = origin.tool(rng)
             if tool["name"] not in names and group.may_add(origin):
                 group.add(tool, origin, int(rng.random() * (len(group.tools) + 1)))
