@@ -243,7 +243,8 @@ keep_or_replace() {
 }
 
 data_code=(tools/train/data.py tools/train/families.py tools/train/slots.py tools/train/invented.py
-           tools/train/wordlists.py tools/train/smalltalk.py tools/train/schema.py tools/train/render.py)
+           tools/train/wordlists.py tools/train/smalltalk.py tools/train/schema.py tools/train/render.py
+           tools/train/more_families.py)
 # make_data DIR STAMP [data.py options]: data.py with the recipe's seed, sizes and groups (and the
 # options) into DIR.new, then kept or replaced as DIR; STAMP touched.
 make_data() {
