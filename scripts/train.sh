@@ -57,8 +57,16 @@
 #   dropout    a new run from run-avg3's archive on data-ow (the same data again) with dropout on the
 #              blocks' outputs: --lr 4e-4 --min-lr 4e-5 --warmup 30 --steps 2875 --seed 44
 #              --dropout 0.1                                                   -> build/train/run-dow/
-#   average4   average.py: the mean of run-avg3's archive and run-dow's weights (--weight 0.5); the
-#              shipped model                                                   -> build/train/run-avg4/
+#   average4   average.py: the mean of run-avg3's archive and run-dow's weights (--weight 0.5) (the
+#              model shipped on 2026-12-06)                                    -> build/train/run-avg4/
+#   average4-pack  run-avg4 exported and packed (the next run starts from its CQ values)
+#                                                                              -> build/train/run-avg4/needlework-tools.cact
+#   data-mf    data.py as data-ow with --more-families 0.4 (two in five family requests of 25 more
+#              intents, training split only)                                   -> build/train/data-mf/
+#   more-families  a new run from run-avg4's archive on data-mf: --lr 4e-4 --min-lr 4e-5 --warmup 30
+#              --steps 3127 --seed 47 --dropout 0.1                            -> build/train/run-mf/
+#   average5   average.py: the mean of run-avg4's archive and run-mf's weights (--weight 0.5); the
+#              shipped model                                                   -> build/train/run-avg5/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
@@ -95,7 +103,7 @@ group=4
 # the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
 # NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS and
-# NEEDLE_TRAIN_DROPOUT_STEPS for a quick trial of the script)
+# NEEDLE_TRAIN_DROPOUT_STEPS and NEEDLE_TRAIN_MORE_FAMILIES_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -120,6 +128,9 @@ open_words_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$open_words_ste
 # the shipped run was cut by --minutes 80 at step 2875
 dropout_steps=${NEEDLE_TRAIN_DROPOUT_STEPS:-2875}
 dropout_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$dropout_steps" --seed 44 --dropout 0.1)
+# the shipped run was cut by --minutes 80 at step 3127
+more_families_steps=${NEEDLE_TRAIN_MORE_FAMILIES_STEPS:-3127}
+more_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$more_families_steps" --seed 47 --dropout 0.1)
 
 install=0
 train_options=()
@@ -168,8 +179,14 @@ run_dow="$work/run-dow"
 checkpoint_dow="$run_dow/checkpoint.pt"
 run_avg4="$work/run-avg4"
 checkpoint_avg4="$run_avg4/checkpoint.pt"
+archive_avg4="$run_avg4/needlework-tools.cact"
+data_mf="$work/data-mf"
+run_mf="$work/run-mf"
+checkpoint_mf="$run_mf/checkpoint.pt"
+run_avg5="$work/run-avg5"
+checkpoint_avg5="$run_avg5/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_avg4"
+final_run="$run_avg5"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -450,12 +467,22 @@ run_from open-words "$archive_avg2" "$checkpoint_dow" \
 # (docs/training-data.md, "Open tool words").
 average_of average3 "$archive_avg2" "$checkpoint_ow" "$checkpoint_avg3"
 pack_stage average3-pack "$checkpoint_avg3" "$archive_avg3" "$checkpoint_dow"
-run_from dropout "$archive_avg3" "" \
+run_from dropout "$archive_avg3" "$checkpoint_mf" \
   "$python" tools/train/train.py --data "$data_ow" --tokenizer "$tokenizer" \
   "${dropout_options[@]}" --eval "$data/A.jsonl" --out "$run_dow"
 # Dropout moves C again and, like every run from the shipped model, answers [] to most of B; the mean
 # with the archive it started from keeps B and part of C (docs/training-data.md, "With dropout").
 average_of average4 "$archive_avg3" "$checkpoint_dow" "$checkpoint_avg4"
+pack_stage average4-pack "$checkpoint_avg4" "$archive_avg4" "$checkpoint_mf"
+perturbed_data data-mf "$data_mf" "$run_mf" --perturb "$perturb2" --twins 0.15 --perturb-invented 0.8 \
+  --invented-words 0.8 --more-families 0.4
+run_from more-families "$archive_avg4" "" \
+  "$python" tools/train/train.py --data "$data_mf" --tokenizer "$tokenizer" \
+  "${more_families_options[@]}" --eval "$data/A.jsonl" --out "$run_mf"
+# The run on 25 more intents answers [] to half of B as the others did, but gets more of A and B
+# right alone; the mean with the archive it started from keeps B and C and gains A
+# (docs/training-data.md, "More families").
+average_of average5 "$archive_avg4" "$checkpoint_mf" "$checkpoint_avg5"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
