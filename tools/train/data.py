@@ -833,7 +833,8 @@ class Generator:
         participle, adverb or plural (RENAME_WORD_SKIP), and neither it nor its plural a family's word
         (split B's included), a renamed noun or an invented-tool word held out for split A. Both
         numbers, since a renamed name or request may take the plural ("bellow" would make add_bellows,
-        and "bellows" is held out; "calorie" would make split B's "calories")."""
+        and "bellows" is held out; "calorie" would make split B's "calories"). With --more-families, not
+        a word of the extra families' tools either (more_families.EXTRA_WORDS)."""
         return not (RENAME_WORD_SKIP.search(word) or
                     any(w in F.FAMILY_WORDS or w in _RENAME_FORMS or w in self.vocab[False].held_words
                         or (self.shares.more_families and w in M.EXTRA_WORDS)

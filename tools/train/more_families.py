@@ -10,17 +10,19 @@ They are kept apart from families.FAMILIES on purpose: the data made without --m
 be the data made before they existed, byte for byte, so nothing here changes a list or set that the
 other splits draw from (FAMILY_WORDS, the value rules' request words, the invented vocabulary).
 Importing this module only adds their names to families.BY_NAME and their relations to the sets of
-the families they name, which the generator reads by membership alone. In their place:
-- none of their words is split B's (check_b_words's rule) or an invented tool's verb or noun
-  (EXTRA_WORDS against wordlists.INVENTED_VERBS and INVENTED_NOUNS, checked at import), so an
-  invented tool never fits their requests;
+the families they name, which the generator reads by membership alone. In place of those lists:
+- check(), at import: no split-B word anywhere in their material (check_b_words's rule), and no
+  tool name of theirs with a word of wordlists.INVENTED_VERBS or INVENTED_NOUNS, so that an invented
+  tool (a verb and a noun) never fits their requests;
 - the generator rejects EXTRA_WORDS as open tool words when it draws from them (data.py).
+Their enum and switch words (drinks, camera modes ...) are not among the value rules' request words,
+so a built value may rarely contain one ("espresso"); the requests still say which tool they want.
 """
 
 import families as F
 import slots as S
 import wordlists as W
-from families import P, V, Family, Pick, only_true
+from families import P, V, Family
 from slots import Duration, Integer, Amount, SlotValue, Values, Word, pick
 
 EXTRA_FAMILIES = []
