@@ -510,7 +510,6 @@ extra(
 # --- indexes and checks -------------------------------------------------------------------------------
 
 EXTRA_BY_NAME = {f.name: f for f in EXTRA_FAMILIES}
-EXTRA_VARIANTS = {v.name: v for f in EXTRA_FAMILIES for v in f.variants}
 
 
 def extra_words():
@@ -533,9 +532,11 @@ def check():
     """No split-B word in the extra families' material, no clash with the invented tools' words, and
     no family or tool name that the 32 families already use; raises with every offender."""
     invented = set(W.INVENTED_VERBS) | set(W.INVENTED_NOUNS)
+    family_names = {g.name for g in F.FAMILIES}
+    tool_names = {v.name for g in F.FAMILIES for v in g.variants}  # split B's included
     problems = []
     for f in EXTRA_FAMILIES:
-        if f.name in {g.name for g in F.FAMILIES}:
+        if f.name in family_names:
             problems.append(f"extra family {f.name}: the name is a family's already")
         texts = [t.text for t in f.templates] + [v.name for v in f.variants]
         texts += [d for v in f.variants for d in v.descs] + [p.name for v in f.variants for p in v.params]
@@ -546,7 +547,7 @@ def check():
             if bad:
                 problems.append(f"extra family {f.name}: split-B word {sorted(bad)[0]!r} in {text!r}")
         for v in f.variants:
-            if v.name in F.B_TOOL_NAMES or v.name in {x.name for g in F.FAMILIES for x in g.variants}:
+            if v.name in tool_names:
                 problems.append(f"extra family {f.name}: tool {v.name} is a family's already")
             clash = set(F.name_words(v.name)) & invented
             if clash:
