@@ -102,7 +102,7 @@ minutes=${NEEDLE_TRAIN_MINUTES:-95}
 group=4
 # the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
-# NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS and
+# NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS,
 # NEEDLE_TRAIN_DROPOUT_STEPS and NEEDLE_TRAIN_MORE_FAMILIES_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
@@ -457,8 +457,9 @@ run_from talk "$checkpoint_avg" "$checkpoint_ow" \
 # the second (docs/training-data.md, "Composed small talk").
 average_of average2 "$checkpoint_avg" "$checkpoint_p8s" "$checkpoint_avg2"
 pack_stage average2-pack "$checkpoint_avg2" "$archive_avg2" "$checkpoint_ow"
-perturbed_data data-ow "$data_ow" "$run_ow" --perturb "$perturb2" --twins 0.15 --perturb-invented 0.8 \
-  --invented-words 0.8
+# data-ow's options, which data-mf draws with as well (and --more-families)
+open_words_data=(--perturb "$perturb2" --twins 0.15 --perturb-invented 0.8 --invented-words 0.8)
+perturbed_data data-ow "$data_ow" "$run_ow" "${open_words_data[@]}"
 run_from open-words "$archive_avg2" "$checkpoint_dow" \
   "$python" tools/train/train.py --data "$data_ow" --tokenizer "$tokenizer" \
   "${open_words_options[@]}" --eval "$data/A.jsonl" --out "$run_ow"
@@ -474,8 +475,7 @@ run_from dropout "$archive_avg3" "$checkpoint_mf" \
 # with the archive it started from keeps B and part of C (docs/training-data.md, "With dropout").
 average_of average4 "$archive_avg3" "$checkpoint_dow" "$checkpoint_avg4"
 pack_stage average4-pack "$checkpoint_avg4" "$archive_avg4" "$checkpoint_mf"
-perturbed_data data-mf "$data_mf" "$run_mf" --perturb "$perturb2" --twins 0.15 --perturb-invented 0.8 \
-  --invented-words 0.8 --more-families 0.4
+perturbed_data data-mf "$data_mf" "$run_mf" "${open_words_data[@]}" --more-families 0.4
 run_from more-families "$archive_avg4" "" \
   "$python" tools/train/train.py --data "$data_mf" --tokenizer "$tokenizer" \
   "${more_families_options[@]}" --eval "$data/A.jsonl" --out "$run_mf"
