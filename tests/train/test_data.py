@@ -923,8 +923,10 @@ class MoreFamilies(unittest.TestCase):
     def test_extra_families_are_asked_and_offered_in_training_only(self):
         extra = {v.name: f.name for f in M.EXTRA_FAMILIES for v in f.variants}
         train = self.splits["train"]
-        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in M.EXTRA_BY_NAME)
-        self.assertEqual(set(asked), set(M.EXTRA_BY_NAME))  # every one of the 25 is asked for
+        first = {f.name for f in M.EXTRA_FAMILIES}
+        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in first)
+        self.assertEqual(set(asked), first)  # every one of the 25 is asked for (the second 25 never)
+        self.assertFalse({ex["family"] for ex in train} & {f.name for f in M.SECOND_FAMILIES})
         family_requests = sum(ex["family"] in F.BY_NAME for ex in train)
         self.assertAlmostEqual(sum(asked.values()) / family_requests, 0.4, delta=0.08)
         called = {c["name"] for ex in train for c in ex["calls"]}
@@ -969,6 +971,76 @@ class MoreFamilies(unittest.TestCase):
                     M.check()
             finally:
                 M.EXTRA_FAMILIES.remove(bad)
+        M.check()
+
+
+class SecondFamilies(unittest.TestCase):
+    """data.py --second-families: a share of the extra-family requests, and their tools, from the
+    second 25 extra families (more_families.SECOND_FAMILIES); without it the --more-families data is
+    what it was."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.6,
+                                   second_families=0.5)
+        cls.first_only = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.6)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+        zero = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.6,
+                             second_families=0.0)
+        self.assertEqual(zero["train"], self.first_only["train"])
+
+    def test_the_second_25_are_asked_and_offered_in_training_only(self):
+        first = {f.name for f in M.EXTRA_FAMILIES}
+        second = {f.name for f in M.SECOND_FAMILIES}
+        second_tools = {v.name for f in M.SECOND_FAMILIES for v in f.variants}
+        train = self.splits["train"]
+        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in second)
+        self.assertEqual(set(asked), second)  # every one of the second 25 is asked for
+        extra_requests = sum(ex["family"] in first | second for ex in train)
+        self.assertAlmostEqual(sum(asked.values()) / extra_requests, 0.5, delta=0.08)
+        self.assertTrue({c["name"] for ex in train for c in ex["calls"]} & second_tools)
+        self.assertTrue({t["name"] for ex in train for t in ex["tools"]} & second_tools)
+        for ex in self.first_only["train"]:
+            self.assertNotIn(ex["family"], second, ex["id"])
+            self.assertFalse({t["name"] for t in ex["tools"]} & second_tools, ex["id"])
+        for split in ("A", "B", "C"):
+            for ex in self.splits[split]:
+                self.assertFalse({t["name"] for t in ex["tools"]} & second_tools, ex["id"])
+
+    def test_a_conflicting_or_near_family_is_never_offered_alone_for_a_request_no_tool_fits(self):
+        second = {f.name for f in M.SECOND_FAMILIES}
+        seen = 0
+        for ex in self.splits["train"]:
+            if ex["calls"] or ex["family"] not in second:
+                continue
+            seen += 1
+            fams = {data.VARIANTS[t["name"]].family.name for t in ex["tools"] if t["name"] in data.VARIANTS}
+            self.assertFalse(fams & data.excluded_families(ex["family"], True), ex["id"])
+        self.assertGreater(seen, 20)
+
+    def test_no_tool_word_of_theirs_names_a_renamed_tool_with_the_option(self):
+        for word in ("garage", "dishwasher", "horoscope", "password", "sunset"):
+            self.assertIn(word, M.SECOND_WORDS)
+            self.assertFalse(data.Generator(SEED, data.Shares(perturb=0.5, more_families=0.4, second_families=0.5))
+                             .may_rename_to(word), word)
+            self.assertTrue(data.Generator(SEED, data.Shares(perturb=0.5, more_families=0.4)).may_rename_to(word), word)
+
+    def test_main_refuses_it_without_more_families_and_the_checks_cover_them(self):
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+            data.main(["--out", os.path.join(tempfile.gettempdir(), "never-written"), "--perturb", "0.5",
+                       "--second-families", "0.5"])
+        self.assertIn("--second-families needs --more-families", err.getvalue())
+        bad = F.Family("bad_second", split="extra", slots={"x": slots.Values(["a b"], slots.event_title)},
+                       variants=[F.V("set_garage_door", "A tool.", F.P("x", "string", "x", req=True))], imp=["do {x}"])
+        M.SECOND_FAMILIES.append(bad)
+        try:
+            with self.assertRaisesRegex(ValueError, "tool set_garage_door is a family's already"):
+                M.check()
+        finally:
+            M.SECOND_FAMILIES.remove(bad)
         M.check()
 
 

@@ -4,17 +4,20 @@ The 26 training families of families.py are the only intents a model trained on 
 natural requests; split B asks for six others. These 25 families (split "extra") widen what the
 training split asks for, so that a model meets many more intents, each with its own tools, and must
 read the tools it is offered rather than recognise 26 frames (docs/training-data.md, "More
-families"). They never appear in the held-out splits, which stay those of the seed without them.
+families"). A second 25 (SECOND_FAMILIES, data.py --second-families) widen it again. They never
+appear in the held-out splits, which stay those of the seed without them.
 
 They are kept apart from families.FAMILIES on purpose: the data made without --more-families must
-be the data made before they existed, byte for byte, so nothing here changes a list or set that the
+be the data made before they existed, byte for byte (and the data made with --more-families alone the
+data made before the second 25 existed), so nothing here changes a list or set that the
 other splits draw from (FAMILY_WORDS, the value rules' request words, the invented vocabulary).
 Importing this module only adds their names to families.BY_NAME and their relations to the sets of
 the families they name, which the generator reads by membership alone. In place of those lists:
 - check(), at import: no split-B word anywhere in their material (check_b_words's rule), and no
   tool name of theirs with a word of wordlists.INVENTED_VERBS or INVENTED_NOUNS, so that an invented
   tool (a verb and a noun) never fits their requests;
-- the generator rejects EXTRA_WORDS as open tool words when it draws from them (data.py).
+- the generator rejects EXTRA_WORDS (and SECOND_WORDS with --second-families) as open tool words
+  when it draws from them (data.py).
 Their enum and switch words (drinks, camera modes ...) are not among the value rules' request words,
 so a built value may rarely contain one ("espresso"); the requests still say which tool they want.
 """
@@ -23,7 +26,7 @@ import families as F
 import slots as S
 import wordlists as W
 from families import P, V, Family
-from slots import Duration, Integer, Amount, SlotValue, Values, Word, pick
+from slots import Duration, Integer, Amount, Flag, SlotValue, Values, Word, pick
 
 EXTRA_FAMILIES = []
 
@@ -507,37 +510,479 @@ extra(
     other=["the {biller} bill is due, can you pay it?", "I owe {biller} {amount} on my bill"],
 )
 
+# --- the second 25 (data.py --second-families) -------------------------------------------------------
+# Drawn only with --second-families, as a share of the extra-family requests, so that the data made
+# with --more-families alone is what it was before they existed, byte for byte.
+
+SECOND_FAMILIES = []
+
+
+def second(name, **kwargs):
+    f = Family(name, split="extra", **kwargs)
+    SECOND_FAMILIES.append(f)
+    return f
+
+
+PCT = F.Either(*F._PCT_FORMS)
+FOODS = W.words("""
+margherita pizza|pad thai|chicken burrito|sushi platter|veggie burger|ramen|chicken tikka masala|
+falafel wrap|poke bowl|fish and chips|caesar salad|pepperoni pizza|pork dumplings|green curry|beef pho
+""")
+FILES = W.words("""
+report.pdf|budget.xlsx|essay.docx|boarding pass.pdf|notes.txt|resume.pdf|slides.pptx|contract.pdf|
+menu.pdf|thesis draft.docx|tax return.pdf|seating plan.xlsx
+""")
+FILE_QUERIES = W.words("""
+tax return|holiday photos|project plan|wedding speech|cover letter|meeting minutes|birth certificate|
+car insurance|floor plan|thesis draft|quarterly numbers|school report
+""")
+FOLDERS = ["Documents", "Downloads", "Desktop", "Pictures"]
+SIGNS = ["aries", "taurus", "gemini", "cancer", "leo", "virgo", "libra", "scorpio", "sagittarius",
+         "capricorn", "aquarius", "pisces"]
+PERIODS = ["today", "tomorrow", "this week"]
+DISH_PROGRAMS = ["eco", "quick", "normal", "intensive"]
+SECURITY_MODES = ["away", "home", "night"]
+RINGER_MODES = ["ring", "vibrate", "silent"]
+SPENDING = ["groceries", "transport", "dining", "travel", "utilities", "entertainment"]
+EXPENSE_NOTES = W.words("lunch|a taxi|train tickets|the plumber|coffee beans|a birthday present|parking|dinner out")
+BOUQUETS = ["roses", "tulips", "lilies", "sunflowers", "peonies"]
+ROADS = W.words("the M25|I-95|Route 66|the ring road|Highway 1|the A40|I-5|the bypass|Main Street|the coast road")
+OCCASIONS = W.words("""
+Christmas|New Year|Halloween|Easter|my birthday|our anniversary|the wedding|summer vacation|Thanksgiving|
+graduation|the marathon|Diwali
+""")
+STATIONS = W.words("BBC Radio 2|Jazz FM|KEXP|Radio Paradise|Classic FM|NPR|Capital FM|WNYC|Radio Nova|Absolute Radio")
+MONTH_NAMES = W.words("January|February|March|April|May|June|July|August|September|October|November|December")
+
+
+def food_name(rng, lex):
+    return f"{lex.word(rng)} {pick(rng, ('bowl', 'wrap', 'burger', 'pizza', 'salad', 'curry', 'noodles'))}"
+
+
+def file_name(rng, lex):
+    return f"{lex.word(rng)}.{pick(rng, ('pdf', 'docx', 'txt', 'xlsx'))}"
+
+
+def file_query(rng, lex):
+    return f"{lex.word(rng)} {pick(rng, ('notes', 'photos', 'plan', 'invoices', 'draft', 'letter'))}"
+
+
+def expense_note(rng, lex):
+    return f"{pick(rng, ('a', 'the'))} {lex.word(rng)}"
+
+
+def road_name(rng, lex):
+    return f"{pick(rng, ('I-', 'Route ', 'Highway ', 'the A', 'the M'))}{rng.randint(1, 99)}"
+
+
+def occasion_name(rng, lex):
+    return f"{lex.name(rng)}'s {pick(rng, ('birthday', 'wedding', 'party', 'graduation'))}"
+
+
+def station_name(rng, lex):
+    return f"{S.cap(lex.word(rng))} {pick(rng, ('FM', 'Radio', 'Jazz', 'Gold'))}"
+
+
+def booking_code(rng, lex):
+    """An airline booking reference: six capitals and digits, "K7QZ2M"."""
+    return "".join(pick(rng, "ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6))
+
+
+def calendar_date(rng, lex):
+    return f"{pick(rng, MONTH_NAMES)} {rng.randint(1, 28)}"
+
+
+second(
+    "garage_door", near=("door_lock", "open_app"),
+    slots={"open": Flag({"": (["open"], ["close"])})},
+    variants=[
+        V("set_garage_door", "Open or close the garage door.", P("open", "boolean", "open", req=True)),
+        V("garage.door", "Move the garage door.",
+          P("action", "string", "open", req=True, enum=["open", "close"], conv="flag_enum")),
+        V("operateGarage", "Opens or closes the garage.", P("open", "boolean", "open", req=True)),
+    ],
+    imp=["{open} the garage door", "{open} the garage", "please {open} the garage door", "{open} the garage now"],
+    other=["can you {open} the garage?", "could you {open} the garage door for me?"],
+)
+
+second(
+    "blinds", near=("lights",),
+    slots={"room": ROOMS, "pct": PCT, "open": Flag({"": (["open"], ["close"])})},
+    variants=[
+        V("set_blinds", "Open or close the blinds.", P("open", "boolean", "open", req=True), P("room", "string", "room")),
+        V("blinds.position", "Set how far the blinds are open.", P("room", "string", "room", req=True),
+          P("percent", "integer", "pct", req=True, minimum=0, maximum=100)),
+        V("moveShades", "Moves the window shades.", P("open", "boolean", "open"), P("position", "integer", "pct"),
+          P("area", "string", "room")),
+    ],
+    imp=["{open} the blinds", "{open} the {room} blinds", "set the {room} blinds to {pct}",
+         "move the {room} shades to {pct}", "{open} the shades in the {room}"],
+    other=["can you {open} the {room} blinds?", "blinds in the {room} at {pct} please"],
+)
+
+second(
+    "ceiling_fan", near=("thermostat",),
+    slots={"speed": Integer(1, 5), "room": ROOMS, "power": POWER},
+    variants=[
+        V("set_fan_speed", "Set the ceiling fan speed.", P("speed", "integer", "speed", req=True, minimum=1, maximum=5),
+          P("room", "string", "room")),
+        V("fan.power", "Turn a fan on or off.", P("on", "boolean", "power", req=True), P("room", "string", "room")),
+        V("adjustFan", "Adjusts a fan.", P("level", "integer", "speed"), P("power", "boolean", "power"),
+          P("location", "string", "room")),
+    ],
+    imp=["set the fan to speed {speed}", "turn the {room} fan to {speed}", "turn {power} the fan",
+         "turn {power} the ceiling fan in the {room}", "put the {room} fan on speed {speed}", "{power:en} the fan"],
+    other=["can you turn the fan {power}?", "fan to {speed} please"],
+)
+
+second(
+    "dishwasher",
+    slots={"prog": Word(DISH_PROGRAMS), "delay": Integer(1, 8)},
+    variants=[
+        V("start_dishwasher", "Start the dishwasher.", P("program", "string", "prog", enum=DISH_PROGRAMS)),
+        V("dishwasher.run", "Run a dishwasher cycle.", P("cycle", "string", "prog", req=True),
+          P("delay_hours", "integer", "delay")),
+        V("runDishwasher", "Runs the dishwasher.", P("mode", "string", "prog", enum=[m.upper() for m in DISH_PROGRAMS]),
+          P("startInHours", "integer", "delay")),
+    ],
+    imp=["start the dishwasher", "run the dishwasher on {prog}", "start a {prog} cycle on the dishwasher",
+         "run the dishwasher in {delay} hours", "start the dishwasher on {prog} in {delay} hours"],
+    other=["can you run the dishwasher?", "dishwasher on {prog} please"],
+)
+
+second(
+    "security_system", near=("door_lock", "alarm"),
+    slots={"mode": Word(SECURITY_MODES), "arm": Flag({"": (["arm"], ["disarm"])})},
+    variants=[
+        V("arm_security_system", "Arm the home security system.", P("mode", "string", "mode", enum=SECURITY_MODES),
+          fixed={"arm": True}),
+        V("security.set_state", "Arm or disarm the security system.", P("armed", "boolean", "arm", req=True),
+          P("mode", "string", "mode")),
+        V("setHomeSecurity", "Sets the security system.",
+          P("state", "string", "arm", req=True, enum=["ARMED", "DISARMED"], conv="flag_enum")),
+    ],
+    imp=["{arm} the security system", "{arm} the home security system", "set the security system to {mode} mode",
+         "arm the security system in {mode} mode"],
+    other=["can you {arm} the security system?", "I'm heading out, set security to {mode}"],
+)
+
+second(
+    "food_delivery", near=("restaurant",),
+    slots={"food": kept(FOODS, food_name), "rest": F.BY_NAME["restaurant"].slots["rest"], "count": Integer(2, 6)},
+    variants=[
+        V("order_food", "Order food for delivery.", P("item", "string", "food", req=True),
+          P("restaurant", "string", "rest"), P("quantity", "integer", "count")),
+        V("delivery.place_order", "Place a delivery order from a restaurant.",
+          P("restaurant", "string", "rest", req=True), P("items", "string", "food", req=True)),
+        V("orderTakeout", "Orders takeout.", P("dish", "string", "food", req=True), P("qty", "integer", "count")),
+    ],
+    imp=["order a {food} from {rest}", "get me {count} portions of {food} delivered", "order {food} for delivery",
+         "order {count} {food} from {rest}", "have {food} delivered from {rest}"],
+    other=["can I get {food} delivered?", "I'd like {food} from {rest} delivered"],
+)
+
+second(
+    "bike_share", near=("ride",),
+    slots={"place": PLACES, "count": Integer(2, 4)},
+    variants=[
+        V("reserve_bike", "Reserve a shared bike.", P("station", "string", "place", req=True), P("bikes", "integer", "count")),
+        V("bikeshare.unlock", "Unlock a bike at a station.", P("station_name", "string", "place", req=True)),
+        V("findBike", "Finds an available bike.", P("near", "string", "place", req=True)),
+    ],
+    imp=["reserve a bike at {place}", "get me {count} bikes at {place}", "find a bike near {place}",
+         "unlock a bike at {place}", "book {count} shared bikes at {place}"],
+    other=["is there a bike free near {place}?", "can you hold a bike for me at {place}?"],
+)
+
+second(
+    "train_times", near=("flights", "navigation"),
+    slots={"from": CITIES, "to": CITIES, "time": TIME},
+    joint=F._distinct("from", "to"),
+    variants=[
+        V("get_train_times", "Train departures between two cities.", P("origin", "string", "from", req=True),
+          P("destination", "string", "to", req=True)),
+        V("rail.departures", "Next trains from a station.", P("from_station", "string", "from", req=True),
+          P("to_station", "string", "to"), P("after", "string", "time")),
+        V("findTrainConnection", "Finds a rail connection.", P("from", "string", "from", req=True),
+          P("to", "string", "to", req=True), P("departAfter", "string", "time")),
+    ],
+    imp=["show trains from {from} to {to}", "find a train from {from} to {to} after {time}",
+         "check the next trains from {from}", "get the train times from {from} to {to}"],
+    other=["when is the next train from {from} to {to}?", "are there trains from {from} to {to} after {time}?"],
+)
+
+second(
+    "horoscope",
+    slots={"sign": Word(SIGNS, forms={s: [s.capitalize(), s] for s in SIGNS}), "when": Word(PERIODS)},
+    variants=[
+        V("get_horoscope", "Horoscope for a star sign.", P("sign", "string", "sign", req=True, enum=SIGNS)),
+        V("astrology.reading", "A horoscope reading.", P("zodiac_sign", "string", "sign", req=True),
+          P("period", "string", "when", enum=PERIODS)),
+        V("fetchHoroscope", "Fetches a horoscope.", P("starSign", "string", "sign", req=True)),
+    ],
+    imp=["read my horoscope for {sign}", "get the {sign} horoscope", "show me the horoscope for {sign} {when}",
+         "pull up the {sign} horoscope"],
+    other=["what does the horoscope say for {sign}?", "anything in the stars for {sign} {when}?"],
+)
+
+second(
+    "air_quality", near=("weather",),
+    slots={"city": CITIES, "day": DAY},
+    variants=[
+        V("get_air_quality", "Air quality index for a city.", P("city", "string", "city", req=True)),
+        V("aqi.lookup", "Air pollution levels.", P("location", "string", "city", req=True), P("date", "string", "day")),
+        V("checkPollution", "Checks pollution in a place.", P("place", "string", "city", req=True)),
+    ],
+    imp=["check the air quality in {city}", "get the pollution level in {city} {day}", "show the AQI for {city}",
+         "look up air pollution in {city}"],
+    other=["how's the air quality in {city}?", "is the air clean in {city} {day}?"],
+)
+
+second(
+    "password",
+    slots={"len": Integer(8, 64, words_p=0), "symbols": Flag({"": (["with"], ["without"])})},
+    variants=[
+        V("generate_password", "Generate a random password.", P("length", "integer", "len", req=True),
+          P("symbols", "boolean", "symbols")),
+        V("passwords.create", "Create a strong password.", P("length", "integer", "len")),
+        V("makePassword", "Makes a new password.", P("chars", "integer", "len"),
+          P("includeSymbols", "boolean", "symbols")),
+    ],
+    imp=["generate a {len} character password", "make me a password {symbols} symbols",
+         "create a {len}-character password {symbols} symbols", "generate a new password"],
+    other=["I need a new password, {len} characters {symbols} symbols", "can you make a strong password?"],
+)
+
+second(
+    "dice",
+    slots={"n": Integer(2, 6), "sides": F.Pick([4, 6, 8, 10, 12, 20], words_p=0)},
+    variants=[
+        V("roll_dice", "Roll dice.", P("count", "integer", "n"), P("sides", "integer", "sides")),
+        V("random.dice", "Roll some dice and add them up.", P("dice", "integer", "n", req=True),
+          P("faces", "integer", "sides")),
+        V("rollDie", "Rolls one die.", P("sides", "integer", "sides", req=True)),
+    ],
+    imp=["roll {n} dice", "roll a {sides}-sided die", "roll {n} {sides}-sided dice", "roll the dice", "throw {n} dice"],
+    other=["can you roll {n} dice for me?", "I need a d{sides} roll"],
+)
+
+second(
+    "expense", near=("payment", "bill_pay"),
+    slots={"amount": Amount(1, 900), "cat": Word(SPENDING), "what": kept(EXPENSE_NOTES, expense_note)},
+    variants=[
+        V("add_expense", "Add an expense.", P("amount", "number", "amount", req=True),
+          P("category", "string", "cat", enum=SPENDING)),
+        V("expenses.add", "Add a spending entry.", P("amount", "number", "amount", req=True), P("note", "string", "what")),
+        V("noteSpending", "Notes money spent.", P("sum", "number", "amount", req=True), P("category", "string", "cat")),
+    ],
+    imp=["add an expense of {amount} for {cat}", "add {amount} to my {cat} spending", "note down {amount} spent on {what}",
+         "put {amount} under {cat}"],
+    other=["I spent {amount} on {cat} today, add it", "can you add an expense of {amount} for {what}?"],
+)
+
+second(
+    "sun_times", near=("weather", "world_clock"),
+    slots={"city": CITIES, "day": DAY},
+    variants=[
+        V("get_sun_times", "Sunrise and sunset for a city.", P("city", "string", "city", req=True),
+          P("date", "string", "day")),
+        V("sun.rise_set", "When the sun rises and sets.", P("location", "string", "city", req=True)),
+        V("getDaylight", "Gets sunrise and sunset times in a place.", P("place", "string", "city", req=True),
+          P("day", "string", "day")),
+    ],
+    imp=["get the sunrise time in {city}", "show sunrise and sunset for {city} {day}", "check when the sun sets in {city}",
+         "find the sunset time in {city} {day}"],
+    other=["when does the sun rise in {city}?", "what time is sunset in {city} {day}?"],
+)
+
+second(
+    "print_document",
+    slots={"file": kept(FILES, file_name), "copies": Integer(2, 20),
+           "color": Flag({"": (["in colour", "in color"], ["in black and white"])})},
+    variants=[
+        V("print_document", "Print a document.", P("file", "string", "file", req=True), P("copies", "integer", "copies")),
+        V("printer.print", "Send a file to the printer.", P("filename", "string", "file", req=True),
+          P("color", "boolean", "color"), P("copies", "integer", "copies")),
+        V("printFile", "Prints a file.", P("path", "string", "file", req=True), P("numCopies", "integer", "copies")),
+    ],
+    imp=["print {file}", "print {copies} copies of {file}", "print {file} {color}", "send {file} to the printer"],
+    other=["can you print {file} for me?", "I need {copies} copies of {file} printed"],
+)
+
+second(
+    "screen_brightness", near=("lights",),
+    slots={"pct": PCT},
+    variants=[
+        V("set_screen_brightness", "Set the display brightness.",
+          P("level", "integer", "pct", req=True, minimum=0, maximum=100)),
+        V("display.brightness", "Screen brightness in percent.", P("percent", "integer", "pct", req=True)),
+        V("setDisplayLevel", "Sets how bright the screen is.", P("value", "integer", "pct", req=True)),
+    ],
+    imp=["set the screen brightness to {pct}", "dim my screen to {pct}", "turn the display brightness to {pct}",
+         "make the screen {pct} bright"],
+    other=["screen brightness {pct} please", "can you put my display at {pct}?"],
+)
+
+second(
+    "ringer_mode", near=("volume", "do_not_disturb"),
+    slots={"mode": Word(RINGER_MODES)},
+    variants=[
+        V("set_ringer_mode", "Set the phone's ringer mode.", P("mode", "string", "mode", req=True, enum=RINGER_MODES)),
+        V("phone.ringer", "Ring, vibrate or silent.",
+          P("setting", "string", "mode", req=True, enum=[m.upper() for m in RINGER_MODES])),
+        V("setSoundProfile", "Sets the sound profile.", P("profile", "string", "mode", req=True)),
+    ],
+    imp=["put my phone on {mode}", "switch the ringer to {mode}", "set my phone to {mode} mode", "change the ringer to {mode}"],
+    other=["phone on {mode} please", "can you put the phone on {mode}?"],
+)
+
+second(
+    "find_file", conflicts=("web_search",),
+    slots={"q": kept(FILE_QUERIES, file_query), "folder": Word(FOLDERS)},
+    variants=[
+        V("search_files", "Search files on this device.", P("query", "string", "q", req=True)),
+        V("files.find", "Find a file by name.", P("name", "string", "q", req=True), P("folder", "string", "folder")),
+        V("locateFile", "Locates a file.", P("filename", "string", "q", req=True)),
+    ],
+    imp=["find the file {q}", "search my files for {q}", "look for the {q} file", "find {q} in {folder}"],
+    other=["where did I save {q}?", "can you find {q} on my computer?"],
+)
+
+second(
+    "flight_checkin", near=("flights",),
+    slots={"code": Built(booking_code), "seat": Word(["window", "aisle"])},
+    variants=[
+        V("check_in_flight", "Check in for a flight.", P("booking_reference", "string", "code", req=True),
+          P("seat", "string", "seat", enum=["window", "aisle"])),
+        V("airline.checkin", "Online check-in.", P("confirmation", "string", "code", req=True)),
+        V("checkInPassenger", "Checks a passenger in.", P("bookingCode", "string", "code", req=True),
+          P("seatPreference", "string", "seat")),
+    ],
+    imp=["check me in for booking {code}", "check in for my flight, reference {code}",
+         "check in booking {code} with a {seat} seat", "do the online check-in for {code}"],
+    other=["can you check me in? my booking is {code}", "check-in for {code}, {seat} seat if possible"],
+)
+
+second(
+    "send_flowers",
+    slots={"person": PERSON, "kind": Word(BOUQUETS), "day": DAY},
+    variants=[
+        V("send_flowers", "Send a bouquet.", P("recipient", "string", "person", req=True),
+          P("flowers", "string", "kind", enum=BOUQUETS)),
+        V("florist.order", "Order flowers for delivery.", P("to", "string", "person", req=True),
+          P("bouquet", "string", "kind", req=True), P("delivery_date", "string", "day")),
+        V("orderBouquet", "Orders a bouquet.", P("recipientName", "string", "person", req=True),
+          P("deliverOn", "string", "day")),
+    ],
+    imp=["send {kind} to {person}", "send {person} some flowers", "order {kind} for {person} {day}",
+         "have flowers delivered to {person} {day}"],
+    other=["can you send {person} {kind}?", "I'd like {kind} delivered to {person} {day}"],
+)
+
+second(
+    "tip_calculator", near=("payment",), conflicts=("calculator",),
+    slots={"bill": Amount(5, 500), "pct": Integer(10, 25, fmt="{}%"), "people": Integer(2, 8)},
+    variants=[
+        V("calculate_tip", "Work out a tip.", P("bill", "number", "bill", req=True), P("percent", "integer", "pct")),
+        V("tips.per_person", "A tip, and each person's part of the bill.", P("total", "number", "bill", req=True),
+          P("tip_percent", "integer", "pct", req=True), P("people", "integer", "people")),
+        V("computeTip", "Computes a tip amount.", P("amount", "number", "bill", req=True), P("rate", "integer", "pct", req=True)),
+    ],
+    imp=["work out a {pct} tip on {bill}", "calculate the tip on {bill}", "split {bill} between {people} with a {pct} tip",
+         "tip {pct} on a bill of {bill}"],
+    other=["what's a {pct} tip on {bill}?", "how much should I tip on {bill}?"],
+)
+
+second(
+    "traffic", near=("navigation",),
+    slots={"place": PLACES, "road": kept(ROADS, road_name)},
+    variants=[
+        V("get_traffic", "Traffic on the way to a place.", P("destination", "string", "place", req=True)),
+        V("traffic.conditions", "Traffic on a road.", P("road", "string", "road", req=True)),
+        V("checkCommute", "Checks commute traffic.", P("to", "string", "place", req=True)),
+    ],
+    imp=["check the traffic to {place}", "show traffic on {road}", "check traffic on my way to {place}",
+         "get the traffic on {road}"],
+    other=["how's the traffic on {road}?", "is there traffic on the way to {place}?"],
+)
+
+second(
+    "days_until", near=("calendar_event", "reminder"),
+    slots={"ev": kept(OCCASIONS, occasion_name), "date": Built(calendar_date)},
+    variants=[
+        V("days_until", "Count the days until an occasion.", P("occasion", "string", "ev", req=True)),
+        V("countdown.create", "Start a countdown to an event.", P("name", "string", "ev", req=True),
+          P("date", "string", "date")),
+        V("daysLeft", "Days left until an event.", P("event", "string", "ev", req=True)),
+    ],
+    imp=["count the days until {ev}", "start a countdown to {ev} on {date}", "set a countdown for {ev}",
+         "show the days left until {ev}"],
+    other=["how many days until {ev}?", "how long until {ev}?"],
+)
+
+second(
+    "lyrics", near=("music_play",),
+    slots={"song": F.BY_NAME["music_play"].slots["song"], "artist": F.BY_NAME["music_play"].slots["artist"]},
+    variants=[
+        V("get_lyrics", "Lyrics of a song.", P("song", "string", "song", req=True), P("artist", "string", "artist")),
+        V("lyrics.search", "Find song lyrics.", P("title", "string", "song", req=True)),
+        V("showLyrics", "Shows the words of a song.", P("track", "string", "song", req=True), P("by", "string", "artist")),
+    ],
+    imp=["show the lyrics of {song}", "get the lyrics for {song} by {artist}", "find the words to {song}",
+         "pull up the lyrics to {song}"],
+    other=["what are the lyrics to {song}?", "how does {song} by {artist} go?"],
+)
+
+second(
+    "radio", near=("music_play", "volume"),
+    slots={"station": kept(STATIONS, station_name)},
+    variants=[
+        V("play_radio", "Play a radio station.", P("station", "string", "station", req=True)),
+        V("radio.listen", "Listen to a radio station.", P("station_name", "string", "station", req=True)),
+        V("streamStation", "Streams an internet radio station.", P("name", "string", "station", req=True)),
+    ],
+    imp=["play {station} on the radio", "tune in to {station}", "put the radio on {station}", "stream {station}"],
+    other=["I want to listen to {station}", "can you put {station} on?"],
+)
+
 # --- indexes and checks -------------------------------------------------------------------------------
 
-EXTRA_BY_NAME = {f.name: f for f in EXTRA_FAMILIES}
+EXTRA_BY_NAME = {f.name: f for f in EXTRA_FAMILIES + SECOND_FAMILIES}
 
 
-def extra_words():
-    """Words of the extra families' names and tool names: no invented or renamed tool may take one."""
+def tool_words(families):
+    """Words of the families' names and tool names: no invented or renamed tool may take one."""
     out = set()
-    for f in EXTRA_FAMILIES:
+    for f in families:
         out.update(F.name_words(f.name))
         for v in f.variants:
             out.update(F.name_words(v.name))
     return out
 
 
-EXTRA_WORDS = extra_words() | set("""tv television channel wifi wireless bluetooth flashlight torch battery
+# With --more-families, and with --second-families for the second 25 as well.
+EXTRA_WORDS = tool_words(EXTRA_FAMILIES) | set("""tv television channel wifi wireless bluetooth flashlight torch battery
 vacuum sprinkler sprinklers irrigate coffee espresso feeder pet photo picture camera car engine contact
 contacts movie cinema tickets parking park result dictionary definition calculate app status post appointment
 clock review rate device library book bill invoice""".split())
+SECOND_WORDS = tool_words(SECOND_FAMILIES) | set("""garage blind blinds shade shades fan ceiling dishwasher
+security alarm delivery takeout bike bikes rail horoscope zodiac pollution aqi password dice die expense
+spending sunrise sunset sun printer print screen display brightness ringer file files flight flights
+flowers bouquet florist tip traffic commute countdown lyrics radio station""".split())
 
 
 def check():
     """No split-B word in the extra families' material, no clash with the invented tools' words, and
-    no family or tool name that the 32 families already use; raises with every offender."""
+    no family or tool name that another family (of families.py or an extra one) already uses;
+    raises with every offender."""
     invented = set(W.INVENTED_VERBS) | set(W.INVENTED_NOUNS)
     family_names = {g.name for g in F.FAMILIES}
     tool_names = {v.name for g in F.FAMILIES for v in g.variants}  # split B's included
     problems = []
-    for f in EXTRA_FAMILIES:
+    for f in EXTRA_FAMILIES + SECOND_FAMILIES:
         if f.name in family_names:
             problems.append(f"extra family {f.name}: the name is a family's already")
+        family_names.add(f.name)
         texts = [t.text for t in f.templates] + [v.name for v in f.variants]
         texts += [d for v in f.variants for d in v.descs] + [p.name for v in f.variants for p in v.params]
         for kind in f.slots.values():
@@ -549,6 +994,7 @@ def check():
         for v in f.variants:
             if v.name in tool_names:
                 problems.append(f"extra family {f.name}: tool {v.name} is a family's already")
+            tool_names.add(v.name)
             clash = set(F.name_words(v.name)) & invented
             if clash:
                 problems.append(f"extra family {f.name}: tool {v.name} uses the invented word {sorted(clash)[0]!r}")
@@ -562,7 +1008,7 @@ check()
 # in its near and conflict sets, which the generator only ever tests for membership against the
 # families a split draws from, so the data made without --more-families does not change.
 F.BY_NAME.update(EXTRA_BY_NAME)
-for _f in EXTRA_FAMILIES:
+for _f in EXTRA_FAMILIES + SECOND_FAMILIES:
     for _g in list(_f.near):
         F.BY_NAME[_g].near.add(_f.name)
     for _g in list(_f.conflicts):
