@@ -523,7 +523,7 @@ def second(name, **kwargs):
     return f
 
 
-PCT = F.Either(*F._PCT_FORMS)
+PCT = F.BY_NAME["lights"].slots["pct"]  # a percentage, as the lights family's requests write it
 FOODS = W.words("""
 margherita pizza|pad thai|chicken burrito|sushi platter|veggie burger|ramen|chicken tikka masala|
 falafel wrap|poke bowl|fish and chips|caesar salad|pepperoni pizza|pork dumplings|green curry|beef pho
@@ -552,7 +552,6 @@ Christmas|New Year|Halloween|Easter|my birthday|our anniversary|the wedding|summ
 graduation|the marathon|Diwali
 """)
 STATIONS = W.words("BBC Radio 2|Jazz FM|KEXP|Radio Paradise|Classic FM|NPR|Capital FM|WNYC|Radio Nova|Absolute Radio")
-MONTH_NAMES = W.words("January|February|March|April|May|June|July|August|September|October|November|December")
 
 
 def food_name(rng, lex):
@@ -589,7 +588,7 @@ def booking_code(rng, lex):
 
 
 def calendar_date(rng, lex):
-    return f"{pick(rng, MONTH_NAMES)} {rng.randint(1, 28)}"
+    return f"{pick(rng, W.MONTHS)} {rng.randint(1, 28)}"
 
 
 second(
