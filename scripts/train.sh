@@ -503,7 +503,7 @@ perturbed_data data-sf "$data_sf" "$run_sf" "${open_words_data[@]}" --more-famil
 run_from second-families "$archive_avg5" "" \
   "$python" tools/train/train.py --data "$data_sf" --tokenizer "$tokenizer" \
   "${second_families_options[@]}" --eval "$data/A.jsonl" --out "$run_sf"
-# The run on 50 more intents gets more of B and C alone than any model before it, and a little less
+# The run on 50 more intents gets more of B and C alone than any model shipped before it, and less
 # of A; its mean with the archive it started from gets more of A and less of B and C, so the run
 # itself ships (docs/training-data.md, "A second 25").
 
