@@ -28,13 +28,17 @@ import wordlists as W
 from families import P, V, Family
 from slots import Duration, Integer, Amount, Flag, SlotValue, Values, Word, pick
 
+def declarer(batch):
+    """A function that declares a family of the extra split (Family's arguments) into `batch`."""
+    def declare(name, **kwargs):
+        f = Family(name, split="extra", **kwargs)
+        batch.append(f)
+        return f
+    return declare
+
+
 EXTRA_FAMILIES = []
-
-
-def extra(name, **kwargs):
-    f = Family(name, split="extra", **kwargs)
-    EXTRA_FAMILIES.append(f)
-    return f
+extra = declarer(EXTRA_FAMILIES)
 
 
 # --- value lists and builders -------------------------------------------------------------------------
@@ -515,15 +519,11 @@ extra(
 # with --more-families alone is what it was before they existed, byte for byte.
 
 SECOND_FAMILIES = []
-
-
-def second(name, **kwargs):
-    f = Family(name, split="extra", **kwargs)
-    SECOND_FAMILIES.append(f)
-    return f
+second = declarer(SECOND_FAMILIES)
 
 
 PCT = F.BY_NAME["lights"].slots["pct"]  # a percentage, as the lights family's requests write it
+OPEN = Flag({"": (["open"], ["close"])})  # a switch written "open" or "close" (garage door, blinds)
 FOODS = W.words("""
 margherita pizza|pad thai|chicken burrito|sushi platter|veggie burger|ramen|chicken tikka masala|
 falafel wrap|poke bowl|fish and chips|caesar salad|pepperoni pizza|pork dumplings|green curry|beef pho
@@ -593,7 +593,7 @@ def calendar_date(rng, lex):
 
 second(
     "garage_door", near=("door_lock", "open_app"),
-    slots={"open": Flag({"": (["open"], ["close"])})},
+    slots={"open": OPEN},
     variants=[
         V("set_garage_door", "Open or close the garage door.", P("open", "boolean", "open", req=True)),
         V("garage.door", "Move the garage door.",
@@ -606,7 +606,7 @@ second(
 
 second(
     "blinds", near=("lights",),
-    slots={"room": ROOMS, "pct": PCT, "open": Flag({"": (["open"], ["close"])})},
+    slots={"room": ROOMS, "pct": PCT, "open": OPEN},
     variants=[
         V("set_blinds", "Open or close the blinds.", P("open", "boolean", "open", req=True), P("room", "string", "room")),
         V("blinds.position", "Set how far the blinds are open.", P("room", "string", "room", req=True),
