@@ -1043,6 +1043,79 @@ class SecondFamilies(unittest.TestCase):
         M.check()
 
 
+class ThirdFamilies(unittest.TestCase):
+    """data.py --third-families: a share of the extra-family requests, and their tools, from the
+    third 25 extra families (more_families.THIRD_FAMILIES); without it the --second-families data is
+    what it was."""
+
+    @classmethod
+    def setUpClass(cls):
+        options = dict(group=GROUP, perturb=0.5, twins=0.2, more_families=0.6, second_families=0.5)
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, third_families=0.34, **options)
+        cls.two_only = data.generate(SEED, N_TRAIN, N_EVAL, **options)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        # (That the data without the option is the data made before the third 25 existed is checked
+        # by making the full data-sf command again: training-data.md, "A third 25".)
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+        self.assertNotEqual(self.splits["train"], self.two_only["train"])
+
+    def test_the_third_25_are_asked_and_offered_in_training_only(self):
+        earlier = {f.name for f in M.EXTRA_FAMILIES + M.SECOND_FAMILIES}
+        third = {f.name for f in M.THIRD_FAMILIES}
+        third_tools = {v.name for f in M.THIRD_FAMILIES for v in f.variants}
+        train = self.splits["train"]
+        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in third)
+        self.assertEqual(set(asked), third)  # every one of the third 25 is asked for
+        extra_requests = sum(ex["family"] in earlier | third for ex in train)
+        self.assertAlmostEqual(sum(asked.values()) / extra_requests, 0.34, delta=0.08)
+        self.assertTrue({c["name"] for ex in train for c in ex["calls"]} & third_tools)
+        self.assertTrue({t["name"] for ex in train for t in ex["tools"]} & third_tools)
+        for ex in self.two_only["train"]:
+            self.assertNotIn(ex["family"], third, ex["id"])
+            self.assertFalse({t["name"] for t in ex["tools"]} & third_tools, ex["id"])
+        for split in ("A", "B", "C"):
+            for ex in self.splits[split]:
+                self.assertFalse({t["name"] for t in ex["tools"]} & third_tools, ex["id"])
+
+    def test_a_conflicting_or_near_family_is_never_offered_alone_for_a_request_no_tool_fits(self):
+        third = {f.name for f in M.THIRD_FAMILIES}
+        seen = 0
+        for ex in self.splits["train"]:
+            if ex["calls"] or ex["family"] not in third:
+                continue
+            seen += 1
+            fams = {data.VARIANTS[t["name"]].family.name for t in ex["tools"] if t["name"] in data.VARIANTS}
+            self.assertFalse(fams & data.excluded_families(ex["family"], True), ex["id"])
+        self.assertGreater(seen, 20)
+
+    def test_no_tool_word_of_theirs_names_a_renamed_tool_with_the_option(self):
+        two = dict(perturb=0.5, more_families=0.4, second_families=0.5)
+        for word in ("humidifier", "stopwatch", "snooze", "lottery", "wallpaper"):
+            self.assertIn(word, M.THIRD_WORDS)
+            self.assertFalse(data.Generator(SEED, data.Shares(third_families=0.3, **two)).may_rename_to(word), word)
+            self.assertTrue(data.Generator(SEED, data.Shares(**two)).may_rename_to(word), word)
+
+    def test_main_refuses_it_without_more_families_and_the_checks_cover_them(self):
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+            data.main(["--out", os.path.join(tempfile.gettempdir(), "never-written"), "--perturb", "0.5",
+                       "--third-families", "0.3"])
+        self.assertIn("--third-families needs --more-families", err.getvalue())
+        bad = F.Family("bad_third", split="extra", slots={"x": slots.Values(["a b"], slots.event_title)},
+                       variants=[F.V("hire_a_stove", "A tool.", F.P("x", "string", "x", req=True))], imp=["do {x}"])
+        M.THIRD_FAMILIES.append(bad)
+        try:
+            with self.assertRaisesRegex(ValueError, "tool hire_a_stove uses the invented word 'stove'"):
+                M.check()
+        finally:
+            M.THIRD_FAMILIES.remove(bad)
+        M.check()
+        for f in M.THIRD_FAMILIES:  # no template of theirs holds a held-out fragment: none is rejected for it
+            for t in f.templates:
+                self.assertIsNone(data.HELD_FRAGMENT_RE.search(t.text.lower()), (f.name, t.text))
+
+
 class Grouped(unittest.TestCase):
     """data.py --group: training examples in groups that share tools and system turn."""
 

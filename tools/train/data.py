@@ -95,6 +95,10 @@ SPECS = {
 }
 
 
+# The families of every split and of every batch of extra ones: their names, relations and tools.
+EVERY_FAMILY = F.FAMILIES + M.EXTRA_FAMILIES + M.SECOND_FAMILIES + M.THIRD_FAMILIES
+
+
 def _excluded(name, none):
     out = {name}
     fam = F.BY_NAME.get(name)
@@ -102,12 +106,12 @@ def _excluded(name, none):
         out |= fam.conflicts
         if none:
             out |= fam.near
-    out |= {f.name for f in F.FAMILIES + M.EXTRA_FAMILIES + M.SECOND_FAMILIES if name in f.conflicts}
+    out |= {f.name for f in EVERY_FAMILY if name in f.conflicts}
     return frozenset(out)
 
 
 _EXCLUDED = {(name, none): _excluded(name, none)
-             for name in [f.name for f in F.FAMILIES + M.EXTRA_FAMILIES + M.SECOND_FAMILIES] + ["invented", "chitchat"]
+             for name in [f.name for f in EVERY_FAMILY] + ["invented", "chitchat"]
              for none in (False, True)}
 
 
@@ -172,7 +176,7 @@ HELD_FRAGMENTS = held_fragments()
 HELD_FRAGMENT_RE = trie_regex(set(HELD_FRAGMENTS))
 
 # tool name -> its family's Variant
-VARIANTS = {v.name: v for f in F.FAMILIES + M.EXTRA_FAMILIES + M.SECOND_FAMILIES for v in f.variants}
+VARIANTS = {v.name: v for f in EVERY_FAMILY for v in f.variants}
 MAX_TOOLS = 6  # tools per prompt
 
 
@@ -305,6 +309,12 @@ class Shares:
         "more_families.py (SECOND_FAMILIES), whose tools then also fill its prompts (Generator.pick_clause, "
         "distractor_pool; docs/training-data.md, \"A second 25\"; default 0: the first 25 only)",
         ("more_families",), "it divides the extra-family requests")
+    third_families: float = _share(
+        "share of the extra-family requests (--more-families) drawn from the third 25 extra families of "
+        "more_families.py (THIRD_FAMILIES), the rest divided by --second-families, whose tools then also fill "
+        "its prompts (Generator.pick_clause, distractor_pool; docs/training-data.md, \"A third 25\"; "
+        "default 0: none)",
+        ("more_families",), "it divides the extra-family requests")
     near_twins: float = _share(
         "share of the [] twins in which each tool that a request calls is replaced by its near miss instead of "
         "dropped: a family tool with the noun its requests name renamed, an invented tool with another noun "
@@ -336,14 +346,15 @@ class Generator:
         self.by_noun = {}  # a request that names an invented tool by its noun alone -> the noun
         self.near_missed = 0  # called tools replaced by their near miss in [] twins (near_miss), for the log
         # With more_families, the training split's tools come from the 26 families and the 25 extra
-        # ones alike (distractor_pool), and with second_families from the second 25 as well; its
-        # requests from the extra ones with that share (pick_clause).
-        self.train_pool = F.TRAIN_FAMILIES + M.EXTRA_FAMILIES + (M.SECOND_FAMILIES if shares.second_families else [])
+        # ones alike (distractor_pool), and with second_families (third_families) from the second
+        # (third) 25 as well; its requests from the extra ones with that share (pick_clause).
+        self.train_pool = F.TRAIN_FAMILIES + M.EXTRA_FAMILIES + (M.SECOND_FAMILIES if shares.second_families else []) \
+            + (M.THIRD_FAMILIES if shares.third_families else [])
 
     def distractor_pool(self, spec):
         """The families whose tools may fill `spec`'s prompts: the split's own, and in the training
         split with --more-families the extra families too (more_families.py; the second 25 with
-        --second-families)."""
+        --second-families, the third with --third-families)."""
         if spec.name == "train" and self.shares.more_families:
             return self.train_pool
         return spec.distractor_families
@@ -546,7 +557,10 @@ class Generator:
         if kind == "B":
             return self.family_clause(pick(rng, F.B_FAMILIES), False, False)
         if self.split_now == "train" and self.chance(self.shares.more_families):
-            extra = M.SECOND_FAMILIES if self.chance(self.shares.second_families) else M.EXTRA_FAMILIES
+            if self.chance(self.shares.third_families):
+                extra = M.THIRD_FAMILIES
+            else:
+                extra = M.SECOND_FAMILIES if self.chance(self.shares.second_families) else M.EXTRA_FAMILIES
             return self.family_clause(pick(rng, extra), False, False)
         return self.family_clause(pick(rng, F.TRAIN_FAMILIES), spec.held_templates, spec.held_values)
 
@@ -844,11 +858,12 @@ class Generator:
         numbers, since a renamed name or request may take the plural ("bellow" would make add_bellows,
         and "bellows" is held out; "calorie" would make split B's "calories"). With --more-families, not
         a word of the extra families' tools either (more_families.EXTRA_WORDS; with --second-families,
-        SECOND_WORDS too)."""
+        SECOND_WORDS too, and with --third-families THIRD_WORDS)."""
         return not (RENAME_WORD_SKIP.search(word) or
                     any(w in F.FAMILY_WORDS or w in _RENAME_FORMS or w in self.vocab[False].held_words
                         or (self.shares.more_families and w in M.EXTRA_WORDS)
                         or (self.shares.second_families and w in M.SECOND_WORDS)
+                        or (self.shares.third_families and w in M.THIRD_WORDS)
                         for w in (word, plural(word))))
 
     def clause_for_set(self, group, kind, imperative=False, besides=None):
