@@ -973,47 +973,55 @@ class MoreFamilies(unittest.TestCase):
         M.check()
 
 
-class SecondFamilies(unittest.TestCase):
-    """data.py --second-families: a share of the extra-family requests, and their tools, from the
-    second 25 extra families (more_families.SECOND_FAMILIES); without it the --more-families data is
-    what it was."""
+class ExtraBatchChecks:
+    """What a batch of extra families after the first 25 (more_families.SECOND_FAMILIES, THIRD_FAMILIES)
+    must show when its data.py option draws from it: a share of the extra-family requests, and their
+    tools, from the batch, in training only; without the option the data is what it was. Mixed into
+    one TestCase per batch, which names the batch and its option in the attributes below."""
+
+    batch = []  # the batch's families (the list itself: a test adds a bad family to it for a while)
+    earlier = []  # the extra families drawn before it existed
+    option = ""  # its Shares field ("second_families")
+    share = 0.0  # the share the data is made with
+    before = {}  # the other shares, with which the data is made with and without the option
+    words, batch_words = (), set()  # some of its tool words (of batch_words, its WORDS): no renamed tool takes one
+    bad_tool, bad_error = "", ""  # a tool name that check() must refuse in the batch, and why
 
     @classmethod
     def setUpClass(cls):
-        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.6,
-                                   second_families=0.5)
-        cls.first_only = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, perturb=0.5, twins=0.2, more_families=0.6)
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, **cls.before, **{cls.option: cls.share})
+        cls.without = data.generate(SEED, N_TRAIN, N_EVAL, group=GROUP, **cls.before)
 
     def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
-        # (That the data without the option is the data made before the second 25 existed is checked
-        # by making the full data-mf command again: training-data.md, "A second 25".)
+        # (That the data without the option is the data made before the batch existed is checked by
+        # making the full command of the run before it again: training-data.md.)
         assert_held_out_unchanged(self, self.splits)
         assert_calls_copy_from_requests(self, self.splits["train"])
-        self.assertNotEqual(self.splits["train"], self.first_only["train"])
+        self.assertNotEqual(self.splits["train"], self.without["train"])
 
-    def test_the_second_25_are_asked_and_offered_in_training_only(self):
-        first = {f.name for f in M.EXTRA_FAMILIES}
-        second = {f.name for f in M.SECOND_FAMILIES}
-        second_tools = {v.name for f in M.SECOND_FAMILIES for v in f.variants}
+    def test_the_batch_is_asked_and_offered_in_training_only(self):
+        earlier = {f.name for f in self.earlier}
+        names = {f.name for f in self.batch}
+        tools = {v.name for f in self.batch for v in f.variants}
         train = self.splits["train"]
-        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in second)
-        self.assertEqual(set(asked), second)  # every one of the second 25 is asked for
-        extra_requests = sum(ex["family"] in first | second for ex in train)
-        self.assertAlmostEqual(sum(asked.values()) / extra_requests, 0.5, delta=0.08)
-        self.assertTrue({c["name"] for ex in train for c in ex["calls"]} & second_tools)
-        self.assertTrue({t["name"] for ex in train for t in ex["tools"]} & second_tools)
-        for ex in self.first_only["train"]:
-            self.assertNotIn(ex["family"], second, ex["id"])
-            self.assertFalse({t["name"] for t in ex["tools"]} & second_tools, ex["id"])
+        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in names)
+        self.assertEqual(set(asked), names)  # every family of the batch is asked for
+        extra_requests = sum(ex["family"] in earlier | names for ex in train)
+        self.assertAlmostEqual(sum(asked.values()) / extra_requests, self.share, delta=0.08)
+        self.assertTrue({c["name"] for ex in train for c in ex["calls"]} & tools)
+        self.assertTrue({t["name"] for ex in train for t in ex["tools"]} & tools)
+        for ex in self.without["train"]:
+            self.assertNotIn(ex["family"], names, ex["id"])
+            self.assertFalse({t["name"] for t in ex["tools"]} & tools, ex["id"])
         for split in ("A", "B", "C"):
             for ex in self.splits[split]:
-                self.assertFalse({t["name"] for t in ex["tools"]} & second_tools, ex["id"])
+                self.assertFalse({t["name"] for t in ex["tools"]} & tools, ex["id"])
 
     def test_a_conflicting_or_near_family_is_never_offered_alone_for_a_request_no_tool_fits(self):
-        second = {f.name for f in M.SECOND_FAMILIES}
+        names = {f.name for f in self.batch}
         seen = 0
         for ex in self.splits["train"]:
-            if ex["calls"] or ex["family"] not in second:
+            if ex["calls"] or ex["family"] not in names:
                 continue
             seen += 1
             fams = {data.VARIANTS[t["name"]].family.name for t in ex["tools"] if t["name"] in data.VARIANTS}
@@ -1021,97 +1029,53 @@ class SecondFamilies(unittest.TestCase):
         self.assertGreater(seen, 20)
 
     def test_no_tool_word_of_theirs_names_a_renamed_tool_with_the_option(self):
-        for word in ("garage", "dishwasher", "horoscope", "password", "sunset"):
-            self.assertIn(word, M.SECOND_WORDS)
-            self.assertFalse(data.Generator(SEED, data.Shares(perturb=0.5, more_families=0.4, second_families=0.5))
-                             .may_rename_to(word), word)
-            self.assertTrue(data.Generator(SEED, data.Shares(perturb=0.5, more_families=0.4)).may_rename_to(word), word)
+        for word in self.words:
+            self.assertIn(word, self.batch_words)
+            self.assertFalse(data.Generator(SEED, data.Shares(**self.before, **{self.option: 0.3})).may_rename_to(word),
+                             word)
+            self.assertTrue(data.Generator(SEED, data.Shares(**self.before)).may_rename_to(word), word)
 
     def test_main_refuses_it_without_more_families_and_the_checks_cover_them(self):
+        flag = "--" + self.option.replace("_", "-")
         with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
-            data.main(["--out", os.path.join(tempfile.gettempdir(), "never-written"), "--perturb", "0.5",
-                       "--second-families", "0.5"])
-        self.assertIn("--second-families needs --more-families", err.getvalue())
-        bad = F.Family("bad_second", split="extra", slots={"x": slots.Values(["a b"], slots.event_title)},
-                       variants=[F.V("set_garage_door", "A tool.", F.P("x", "string", "x", req=True))], imp=["do {x}"])
-        M.SECOND_FAMILIES.append(bad)
+            data.main(["--out", os.path.join(tempfile.gettempdir(), "never-written"), "--perturb", "0.5", flag, "0.5"])
+        self.assertIn(f"{flag} needs --more-families", err.getvalue())
+        bad = F.Family("bad_" + self.option, split="extra", slots={"x": slots.Values(["a b"], slots.event_title)},
+                       variants=[F.V(self.bad_tool, "A tool.", F.P("x", "string", "x", req=True))], imp=["do {x}"])
+        self.batch.append(bad)
         try:
-            with self.assertRaisesRegex(ValueError, "tool set_garage_door is a family's already"):
+            with self.assertRaisesRegex(ValueError, self.bad_error):
                 M.check()
         finally:
-            M.SECOND_FAMILIES.remove(bad)
+            self.batch.remove(bad)
         M.check()
 
 
-class ThirdFamilies(unittest.TestCase):
-    """data.py --third-families: a share of the extra-family requests, and their tools, from the
-    third 25 extra families (more_families.THIRD_FAMILIES); without it the --second-families data is
-    what it was."""
+class SecondFamilies(ExtraBatchChecks, unittest.TestCase):
+    """data.py --second-families: the second 25 extra families (more_families.SECOND_FAMILIES; the
+    data without it checked by making the data-mf command again)."""
 
-    @classmethod
-    def setUpClass(cls):
-        options = dict(group=GROUP, perturb=0.5, twins=0.2, more_families=0.6, second_families=0.5)
-        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, third_families=0.34, **options)
-        cls.two_only = data.generate(SEED, N_TRAIN, N_EVAL, **options)
+    batch, earlier = M.SECOND_FAMILIES, M.EXTRA_FAMILIES
+    option, share = "second_families", 0.5
+    before = dict(perturb=0.5, twins=0.2, more_families=0.6)
+    words, batch_words = ("garage", "dishwasher", "horoscope", "password", "sunset"), M.SECOND_WORDS
+    bad_tool, bad_error = "set_garage_door", "tool set_garage_door is a family's already"
 
-    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
-        # (That the data without the option is the data made before the third 25 existed is checked
-        # by making the full data-sf command again: training-data.md, "A third 25".)
-        assert_held_out_unchanged(self, self.splits)
-        assert_calls_copy_from_requests(self, self.splits["train"])
-        self.assertNotEqual(self.splits["train"], self.two_only["train"])
 
-    def test_the_third_25_are_asked_and_offered_in_training_only(self):
-        earlier = {f.name for f in M.EXTRA_FAMILIES + M.SECOND_FAMILIES}
-        third = {f.name for f in M.THIRD_FAMILIES}
-        third_tools = {v.name for f in M.THIRD_FAMILIES for v in f.variants}
-        train = self.splits["train"]
-        asked = collections.Counter(ex["family"] for ex in train if ex["family"] in third)
-        self.assertEqual(set(asked), third)  # every one of the third 25 is asked for
-        extra_requests = sum(ex["family"] in earlier | third for ex in train)
-        self.assertAlmostEqual(sum(asked.values()) / extra_requests, 0.34, delta=0.08)
-        self.assertTrue({c["name"] for ex in train for c in ex["calls"]} & third_tools)
-        self.assertTrue({t["name"] for ex in train for t in ex["tools"]} & third_tools)
-        for ex in self.two_only["train"]:
-            self.assertNotIn(ex["family"], third, ex["id"])
-            self.assertFalse({t["name"] for t in ex["tools"]} & third_tools, ex["id"])
-        for split in ("A", "B", "C"):
-            for ex in self.splits[split]:
-                self.assertFalse({t["name"] for t in ex["tools"]} & third_tools, ex["id"])
+class ThirdFamilies(ExtraBatchChecks, unittest.TestCase):
+    """data.py --third-families: the third 25 extra families (more_families.THIRD_FAMILIES; the data
+    without it checked by making the data-sf command again)."""
 
-    def test_a_conflicting_or_near_family_is_never_offered_alone_for_a_request_no_tool_fits(self):
-        third = {f.name for f in M.THIRD_FAMILIES}
-        seen = 0
-        for ex in self.splits["train"]:
-            if ex["calls"] or ex["family"] not in third:
-                continue
-            seen += 1
-            fams = {data.VARIANTS[t["name"]].family.name for t in ex["tools"] if t["name"] in data.VARIANTS}
-            self.assertFalse(fams & data.excluded_families(ex["family"], True), ex["id"])
-        self.assertGreater(seen, 20)
+    batch, earlier = M.THIRD_FAMILIES, M.EXTRA_FAMILIES + M.SECOND_FAMILIES
+    option, share = "third_families", 0.34
+    before = dict(perturb=0.5, twins=0.2, more_families=0.6, second_families=0.5)
+    words, batch_words = ("humidifier", "stopwatch", "snooze", "lottery", "wallpaper"), M.THIRD_WORDS
+    bad_tool, bad_error = "hire_a_stove", "tool hire_a_stove uses the invented word 'stove'"
 
-    def test_no_tool_word_of_theirs_names_a_renamed_tool_with_the_option(self):
-        two = dict(perturb=0.5, more_families=0.4, second_families=0.5)
-        for word in ("humidifier", "stopwatch", "snooze", "lottery", "wallpaper"):
-            self.assertIn(word, M.THIRD_WORDS)
-            self.assertFalse(data.Generator(SEED, data.Shares(third_families=0.3, **two)).may_rename_to(word), word)
-            self.assertTrue(data.Generator(SEED, data.Shares(**two)).may_rename_to(word), word)
-
-    def test_main_refuses_it_without_more_families_and_the_checks_cover_them(self):
-        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
-            data.main(["--out", os.path.join(tempfile.gettempdir(), "never-written"), "--perturb", "0.5",
-                       "--third-families", "0.3"])
-        self.assertIn("--third-families needs --more-families", err.getvalue())
-        bad = F.Family("bad_third", split="extra", slots={"x": slots.Values(["a b"], slots.event_title)},
-                       variants=[F.V("hire_a_stove", "A tool.", F.P("x", "string", "x", req=True))], imp=["do {x}"])
-        M.THIRD_FAMILIES.append(bad)
-        try:
-            with self.assertRaisesRegex(ValueError, "tool hire_a_stove uses the invented word 'stove'"):
-                M.check()
-        finally:
-            M.THIRD_FAMILIES.remove(bad)
-        M.check()
-        for f in M.THIRD_FAMILIES:  # no template of theirs holds a held-out fragment: none is rejected for it
+    def test_no_template_holds_a_held_out_fragment(self):
+        # so that none of their requests is rejected for a held-out phrasing (three of the second
+        # 25's screen_brightness templates are: training-data.md, "A second 25")
+        for f in self.batch:
             for t in f.templates:
                 self.assertIsNone(data.HELD_FRAGMENT_RE.search(t.text.lower()), (f.name, t.text))
 

@@ -96,7 +96,7 @@ SPECS = {
 
 
 # The families of every split and of every batch of extra ones: their names, relations and tools.
-EVERY_FAMILY = F.FAMILIES + M.EXTRA_FAMILIES + M.SECOND_FAMILIES + M.THIRD_FAMILIES
+EVERY_FAMILY = F.FAMILIES + M.every_extra()
 
 
 def _excluded(name, none):
@@ -559,8 +559,10 @@ class Generator:
         if self.split_now == "train" and self.chance(self.shares.more_families):
             if self.chance(self.shares.third_families):
                 extra = M.THIRD_FAMILIES
+            elif self.chance(self.shares.second_families):
+                extra = M.SECOND_FAMILIES
             else:
-                extra = M.SECOND_FAMILIES if self.chance(self.shares.second_families) else M.EXTRA_FAMILIES
+                extra = M.EXTRA_FAMILIES
             return self.family_clause(pick(rng, extra), False, False)
         return self.family_clause(pick(rng, F.TRAIN_FAMILIES), spec.held_templates, spec.held_values)
 

@@ -5,22 +5,21 @@ natural requests; split B asks for six others. These 25 families (split "extra")
 training split asks for, so that a model meets many more intents, each with its own tools, and must
 read the tools it is offered rather than recognise 26 frames (docs/training-data.md, "More
 families"). A second 25 (SECOND_FAMILIES, data.py --second-families) widen it again, and a third
-(THIRD_FAMILIES, data.py --third-families) again. They never
-appear in the held-out splits, which stay those of the seed without them.
+(THIRD_FAMILIES, data.py --third-families) again. They never appear in the held-out splits, which
+stay those of the seed without them.
 
 They are kept apart from families.FAMILIES on purpose: the data made without --more-families must
 be the data made before they existed, byte for byte (and the data made with --more-families alone the
 data made before the second 25 existed, and with --second-families the data made before the third),
-so nothing here changes a list or set that the
-other splits draw from (FAMILY_WORDS, the value rules' request words, the invented vocabulary).
+so nothing here changes a list or set that the other splits draw from (FAMILY_WORDS, the value
+rules' request words, the invented vocabulary).
 Importing this module only adds their names to families.BY_NAME and their relations to the sets of
 the families they name, which the generator reads by membership alone. In place of those lists:
 - check(), at import: no split-B word anywhere in their material (check_b_words's rule), and no
   tool name of theirs with a word of wordlists.INVENTED_VERBS or INVENTED_NOUNS, so that an invented
   tool (a verb and a noun) never fits their requests;
 - the generator rejects EXTRA_WORDS (and SECOND_WORDS with --second-families, THIRD_WORDS with
-  --third-families) as open tool words
-  when it draws from them (data.py).
+  --third-families) as open tool words when it draws from them (data.py).
 Their enum and switch words (drinks, camera modes ...) are not among the value rules' request words,
 so a built value may rarely contain one ("espresso"); the requests still say which tool they want.
 """
@@ -30,6 +29,7 @@ import slots as S
 import wordlists as W
 from families import P, V, Family
 from slots import Duration, Integer, Amount, Flag, SlotValue, Values, Word, pick
+
 
 def declarer(batch):
     """A function that declares a family of the extra split (Family's arguments) into `batch`."""
@@ -1336,7 +1336,13 @@ third(
 
 # --- indexes and checks -------------------------------------------------------------------------------
 
-EXTRA_BY_NAME = {f.name: f for f in EXTRA_FAMILIES + SECOND_FAMILIES + THIRD_FAMILIES}
+def every_extra():
+    """The extra families of the three batches, in order (a new list at each call: a test adds a bad
+    family to a batch for a while)."""
+    return EXTRA_FAMILIES + SECOND_FAMILIES + THIRD_FAMILIES
+
+
+EXTRA_BY_NAME = {f.name: f for f in every_extra()}
 
 
 def tool_words(families):
@@ -1375,7 +1381,7 @@ def check():
     family_names = {g.name for g in F.FAMILIES}
     tool_names = {v.name for g in F.FAMILIES for v in g.variants}  # split B's included
     problems = []
-    for f in EXTRA_FAMILIES + SECOND_FAMILIES + THIRD_FAMILIES:
+    for f in every_extra():
         if f.name in family_names:
             problems.append(f"extra family {f.name}: the name is a family's already")
         family_names.add(f.name)
@@ -1404,7 +1410,7 @@ check()
 # in its near and conflict sets, which the generator only ever tests for membership against the
 # families a split draws from, so the data made without --more-families does not change.
 F.BY_NAME.update(EXTRA_BY_NAME)
-for _f in EXTRA_FAMILIES + SECOND_FAMILIES + THIRD_FAMILIES:
+for _f in every_extra():
     for _g in list(_f.near):
         F.BY_NAME[_g].near.add(_f.name)
     for _g in list(_f.conflicts):
