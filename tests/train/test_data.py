@@ -1036,7 +1036,7 @@ class ExtraBatchChecks:
             self.assertTrue(data.Generator(SEED, data.Shares(**self.before)).may_rename_to(word), word)
 
     def test_main_refuses_it_without_more_families_and_the_checks_cover_them(self):
-        flag = "--" + self.option.replace("_", "-")
+        flag = data.option(self.option)
         with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
             data.main(["--out", os.path.join(tempfile.gettempdir(), "never-written"), "--perturb", "0.5", flag, "0.5"])
         self.assertIn(f"{flag} needs --more-families", err.getvalue())
