@@ -345,11 +345,16 @@ class Generator:
         self.split_now = None  # the split make() / make_group() is drawing for
         self.by_noun = {}  # a request that names an invented tool by its noun alone -> the noun
         self.near_missed = 0  # called tools replaced by their near miss in [] twins (near_miss), for the log
-        # With more_families, the training split's tools come from the 26 families and the 25 extra
-        # ones alike (distractor_pool), and with second_families (third_families) from the second
-        # (third) 25 as well; its requests from the extra ones with that share (pick_clause).
-        self.train_pool = F.TRAIN_FAMILIES + M.EXTRA_FAMILIES + (M.SECOND_FAMILIES if shares.second_families else []) \
-            + (M.THIRD_FAMILIES if shares.third_families else [])
+        # The batches of extra families in use, each (families, words): the first 25 with
+        # more_families, the second (third) 25 with second_families (third_families) as well. The
+        # training split's tools come from the 26 families and these alike (distractor_pool), its
+        # requests from them with more_families' share (pick_clause), and no renamed noun is one of
+        # their words (may_rename_to).
+        self.extra_batches = [(fams, words) for share, fams, words in (
+            (shares.more_families, M.EXTRA_FAMILIES, M.EXTRA_WORDS),
+            (shares.second_families, M.SECOND_FAMILIES, M.SECOND_WORDS),
+            (shares.third_families, M.THIRD_FAMILIES, M.THIRD_WORDS)) if share]
+        self.train_pool = F.TRAIN_FAMILIES + [f for fams, _ in self.extra_batches for f in fams]
 
     def distractor_pool(self, spec):
         """The families whose tools may fill `spec`'s prompts: the split's own, and in the training
@@ -859,13 +864,10 @@ class Generator:
         (split B's included), a renamed noun or an invented-tool word held out for split A. Both
         numbers, since a renamed name or request may take the plural ("bellow" would make add_bellows,
         and "bellows" is held out; "calorie" would make split B's "calories"). With --more-families, not
-        a word of the extra families' tools either (more_families.EXTRA_WORDS; with --second-families,
-        SECOND_WORDS too, and with --third-families THIRD_WORDS)."""
+        a word of the extra families' tools either (the words of the batches in use, extra_batches)."""
         return not (RENAME_WORD_SKIP.search(word) or
                     any(w in F.FAMILY_WORDS or w in _RENAME_FORMS or w in self.vocab[False].held_words
-                        or (self.shares.more_families and w in M.EXTRA_WORDS)
-                        or (self.shares.second_families and w in M.SECOND_WORDS)
-                        or (self.shares.third_families and w in M.THIRD_WORDS)
+                        or any(w in words for _, words in self.extra_batches)
                         for w in (word, plural(word))))
 
     def clause_for_set(self, group, kind, imperative=False, besides=None):
