@@ -72,15 +72,23 @@
 #   data-sf    data.py as data-ow with --more-families 0.6 --second-families 0.5 (three in five family
 #              requests of 50 more intents, training split only)               -> build/train/data-sf/
 #   second-families  a new run from run-avg5's archive on data-sf: --lr 4e-4 --min-lr 4e-5 --warmup 30
-#              --steps 2958 --seed 48 --dropout 0.1; the shipped model (alone: its mean with the
-#              archive it started from gets less of B and C)               -> build/train/run-sf/
+#              --steps 2958 --seed 48 --dropout 0.1 (shipped alone on 2026-12-06: its mean with the
+#              archive it started from gets less of B and C)                   -> build/train/run-sf/
+#   second-families-pack  run-sf exported and packed (the next run starts from its CQ values)
+#                                                                              -> build/train/run-sf/needlework-tools.cact
+#   data-tf15  data.py as data-sf with --third-families 0.34 (a third of those requests from a third
+#              25 intents)                                                     -> build/train/data-tf15/
+#   third-families  a new run from run-sf's archive on data-tf15: --lr 4e-4 --min-lr 4e-5 --warmup 30
+#              --steps 2576 --seed 51 --dropout 0.1                            -> build/train/run-tf15/
+#   average6   average.py: the mean of run-sf's archive and run-tf15's weights (--weight 0.5) (the
+#              shipped model)                                                  -> build/train/run-avg6/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
 #              other data stops with a message instead of being resumed.
 #   link       build/train/checkpoint.pt, a link to the last run's checkpoint: the shipped model in
 #              float, which npm run eval and decode.py read by default
-#   export     tools/train/export.py                                           -> build/train/run-avg2/model.safetensors
+#   export     tools/train/export.py                                           -> build/train/run-avg6/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -110,8 +118,8 @@ group=4
 # the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
 # NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS,
-# NEEDLE_TRAIN_DROPOUT_STEPS, NEEDLE_TRAIN_MORE_FAMILIES_STEPS and NEEDLE_TRAIN_SECOND_FAMILIES_STEPS
-# for a quick trial of the script)
+# NEEDLE_TRAIN_DROPOUT_STEPS, NEEDLE_TRAIN_MORE_FAMILIES_STEPS, NEEDLE_TRAIN_SECOND_FAMILIES_STEPS and
+# NEEDLE_TRAIN_THIRD_FAMILIES_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -142,6 +150,9 @@ more_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$more_famili
 # the shipped run was cut by --minutes 72 at step 2958
 second_families_steps=${NEEDLE_TRAIN_SECOND_FAMILIES_STEPS:-2958}
 second_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$second_families_steps" --seed 48 --dropout 0.1)
+# the shipped run was cut by --minutes 72 at step 2576
+third_families_steps=${NEEDLE_TRAIN_THIRD_FAMILIES_STEPS:-2576}
+third_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$third_families_steps" --seed 51 --dropout 0.1)
 
 install=0
 train_options=()
@@ -200,8 +211,14 @@ archive_avg5="$run_avg5/needlework-tools.cact"
 data_sf="$work/data-sf"
 run_sf="$work/run-sf"
 checkpoint_sf="$run_sf/checkpoint.pt"
+archive_sf="$run_sf/needlework-tools.cact"
+data_tf15="$work/data-tf15"
+run_tf15="$work/run-tf15"
+checkpoint_tf15="$run_tf15/checkpoint.pt"
+run_avg6="$work/run-avg6"
+checkpoint_avg6="$run_avg6/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_sf"
+final_run="$run_avg6"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -500,12 +517,22 @@ run_from more-families "$archive_avg4" "$checkpoint_sf" \
 average_of average5 "$archive_avg4" "$checkpoint_mf" "$checkpoint_avg5"
 pack_stage average5-pack "$checkpoint_avg5" "$archive_avg5" "$checkpoint_sf"
 perturbed_data data-sf "$data_sf" "$run_sf" "${open_words_data[@]}" --more-families 0.6 --second-families 0.5
-run_from second-families "$archive_avg5" "" \
+run_from second-families "$archive_avg5" "$checkpoint_tf15" \
   "$python" tools/train/train.py --data "$data_sf" --tokenizer "$tokenizer" \
   "${second_families_options[@]}" --eval "$data/A.jsonl" --out "$run_sf"
 # The run on 50 more intents gets more of B and C alone than any model shipped before it, and less
 # of A; its mean with the archive it started from gets more of A and less of B and C, so the run
-# itself ships (docs/training-data.md, "A second 25").
+# itself shipped (docs/training-data.md, "A second 25").
+pack_stage second-families-pack "$checkpoint_sf" "$archive_sf" "$checkpoint_tf15"
+perturbed_data data-tf15 "$data_tf15" "$run_tf15" "${open_words_data[@]}" --more-families 0.6 --second-families 0.5 \
+  --third-families 0.34
+run_from third-families "$archive_sf" "" \
+  "$python" tools/train/train.py --data "$data_tf15" --tokenizer "$tokenizer" \
+  "${third_families_options[@]}" --eval "$data/A.jsonl" --out "$run_tf15"
+# The run on 75 more intents answers [] to less of split C than the archive it started from (the
+# third 25 comes with it); its mean with that archive keeps C and B and gains A
+# (docs/training-data.md, "A third 25").
+average_of average6 "$archive_sf" "$checkpoint_tf15" "$checkpoint_avg6"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
