@@ -685,6 +685,99 @@ class Renamed(unittest.TestCase):
         self.assertNotEqual(plain["train"], self.splits["train"])
 
 
+class Restyled(unittest.TestCase):
+    """data.py --restyle: a share of the training split's family tools, called ones and distractors,
+    in groups and in their [] twins, take their name in another style (data.restyled_name): the same
+    words in the same roles, with a prefix or suffix now and then; the calls name the new name."""
+
+    BASE = dict(group=GROUP, perturb=0.5, twins=0.3)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, **cls.BASE, restyle=0.5)
+
+    @staticmethod
+    def same_words(restyled, name):
+        """Whether `restyled` has the words of `name`, and at most one of restyled_name's prefixes or
+        suffixes besides."""
+        words = sorted(F.name_words(restyled))
+        return words == sorted(F.name_words(name)) or any(
+            words == sorted(F.name_words(name) + F.name_words(a))
+            for a in data.RESTYLE_PREFIXES + data.RESTYLE_SUFFIXES)
+
+    def variant_of(self, tool):
+        """The family variant a restyled tool was made from (its parameters, a description of its
+        and the same words in its name), or None."""
+        for v in data.VARIANTS.values():
+            if tool["description"] in v.descs and [p.name for p in v.params] == list(tool["parameters"]["properties"]) \
+                    and self.same_words(tool["name"], v.name):
+                return v
+        return None
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+
+    def test_about_the_share_of_family_tools_is_restyled_and_calls_name_the_new_name(self):
+        plain = restyled = 0
+        for ex in self.splits["train"]:
+            parts = ex["family"].split("+")
+            for tool in ex["tools"]:
+                if tool["name"] in data.VARIANTS:
+                    plain += 1
+                elif self.variant_of(tool) is not None:
+                    restyled += 1
+            for k, call in enumerate(ex["calls"]):
+                family = parts[min(k, len(parts) - 1)]
+                if family in ("invented", "chitchat"):
+                    continue
+                self.assertIn(call["name"], by_name(ex), ex["id"])
+                if call["name"] not in data.VARIANTS:
+                    variant = self.variant_of(by_name(ex)[call["name"]])
+                    self.assertIsNotNone(variant, (ex["id"], call["name"]))
+                    self.assertEqual(variant.family.name, family, ex["id"])
+        share = restyled / (plain + restyled)
+        self.assertGreater(share, 0.4)
+        self.assertLess(share, 0.6)
+
+    def test_twins_take_restyled_distractors_and_drop_the_called_tools(self):
+        pairs = list(twin_pairs(groups_of(self.splits["train"])))
+        self.assertGreater(len(pairs), 0.15 * len(groups_of(self.splits["train"])))
+        with_restyled = 0
+        for before, twin in pairs:
+            called = {c["name"] for ex in before for c in ex["calls"]}
+            names = {t["name"] for t in twin[0]["tools"]}
+            self.assertFalse(names & called, twin[0]["id"])
+            new = [t for t in twin[0]["tools"] if t["name"] not in {u["name"] for u in before[0]["tools"]}]
+            with_restyled += any(t["name"] not in data.VARIANTS and self.variant_of(t) for t in new)
+        self.assertGreater(with_restyled, 0.1 * len(pairs))
+
+    def test_restyled_name_keeps_the_words_and_roles(self):
+        rng = random.Random(3)
+        seen = {data.restyled_name(rng, "set_timer") for _ in range(300)}
+        self.assertEqual(seen, {"setTimer", "SetTimer", "timer.set", "api_setTimer", "svc_setTimer",
+                                "app.setTimer", "my_setTimer", "tools.setTimer", "cmd_setTimer",
+                                "setTimer_v2", "setTimer_tool", "setTimer_api"} - set(data.VARIANTS))
+        seen = {data.restyled_name(rng, "timer.create") for _ in range(300)}
+        # (createTimer is a variant of the timer family's: never made)
+        self.assertTrue({"create_timer", "CreateTimer", "api_create_timer"} <= seen, seen)
+        self.assertNotIn("createTimer", seen)
+        self.assertFalse(any(n.startswith("timer") for n in seen), seen)
+        for name in data.VARIANTS:
+            new = data.restyled_name(rng, name)
+            self.assertNotIn(new, data.VARIANTS, name)
+            self.assertTrue(self.same_words(new, name), (name, new))
+        self.assertIsNone(data.restyled_name(rng, "set_timer", taken={
+            n for n in {data.restyled_name(random.Random(k), "set_timer") for k in range(500)}}))
+
+    def test_determinism_and_nothing_drawn_without_the_option(self):
+        again = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, restyle=0.5)
+        self.assertEqual(again["train"], self.splits["train"])
+        plain = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, restyle=0.0)
+        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE)["train"])
+        self.assertNotEqual(plain["train"], self.splits["train"])
+
+
 class RenameForms(Renamed):
     """data.py --rename-forms: a share of the renamed tools take the new noun in their name in the other
     number than the family's name had; their descriptions and requests as --rename alone makes them.

@@ -20,9 +20,10 @@ With --perturb the training split is drawn again with perturbed phrasings, and w
 followed by their [] twin), --perturb-invented (perturbed invented-tool frames), --rename (a
 family tool's noun renamed in the tool and its requests; --rename-forms, the name in the other
 number; --rename-words, the new noun a word of the word source), --invented (the share of invented
-tools among the calls), --invented-nouns (invented tools asked for by their noun alone) and
---small-talk (composed small talk among the [] requests): docs/training-data.md. Each is 0 by
-default and then draws nothing.
+tools among the calls), --invented-nouns (invented tools asked for by their noun alone),
+--small-talk (composed small talk among the [] requests), --invented-words, --more-families (and
+--second-families, --third-families), --near-twins and --restyle (family tools' names in another
+style): docs/training-data.md. Each is 0 by default and then draws nothing.
 
 The splits are checked before anything is written (check_splits); a failed check is an error.
 """
@@ -320,6 +321,12 @@ class Shares:
         "dropped: a family tool with the noun its requests name renamed, an invented tool with another noun "
         "(Generator.near_miss; docs/training-data.md, \"Near-miss twins\"; default 0: dropped)",
         ("twins",), "it changes the [] twins")
+    restyle: float = _share(
+        "share of the training split's family tools (called ones and distractors, in groups and their [] "
+        "twins) whose name is written in another style: the same words, another case, order or prefix "
+        "(set_timer -> timerSet, timer.set, api_set_timer; Generator.restyle_tools; docs/training-data.md, "
+        "\"Restyled names\"; default 0: none)",
+        ("perturb", "group"), _PERTURBED)
 
     def options(self):
         """The command-line spelling of the shares that are not 0 (perturb always), for the log."""
@@ -870,6 +877,31 @@ class Generator:
                         or any(w in words for _, words in self.extra_batches)
                         for w in (word, plural(word))))
 
+    def restyle_tools(self, tools, members, group=None, only=None):
+        """Writes, with the share restyle, each family tool of `tools` (a group's shared list, changed in
+        place; only those named in `only` when given) under a new name in another style (restyled_name):
+        the calls of `members` follow, and so does `group`'s set (used names, origins) when given, so
+        that a twin drawn after it sees the new names. A family's tool names are few, and a model
+        learns them as wholes: it answered [] or another tool to most of split A when only their
+        style changed (docs/training-data.md, "Restyled names")."""
+        taken = {t["name"] for t in tools}
+        for index, tool in enumerate(tools):
+            old = tool["name"]
+            if old not in VARIANTS or (only is not None and old not in only) or not self.chance(self.shares.restyle):
+                continue
+            new = restyled_name(self.rng, old, taken)
+            if new is None:
+                continue
+            taken.add(new)
+            tools[index] = dict(tool, name=new)
+            for ex in members:
+                ex["calls"] = [dict(c, name=new) if c["name"] == old else c for c in ex["calls"]]
+            if group is not None:
+                group.origins[new] = group.origins[old]
+                if old in group.used:
+                    group.used.discard(old)
+                    group.used.add(new)
+
     def clause_for_set(self, group, kind, imperative=False, besides=None):
         """A clause of `kind` ("family" or "invented") that calls a tool of the set other than
         `besides`: one that no request of the group calls yet; else, when the set has no tool of the
@@ -1002,6 +1034,34 @@ def renamed_tool(tool, singular, new, flip=False):
             "parameters": dict(tool["parameters"], properties=params)}
 
 
+# The prefixes and suffixes a restyled name may take (restyled_name): words of no family, no
+# meaning of their own.
+RESTYLE_PREFIXES = ("api_", "svc_", "app.", "my_", "tools.", "cmd_")
+RESTYLE_SUFFIXES = ("_v2", "_tool", "_api")
+
+
+def restyled_name(rng, name, taken=()):
+    """A family tool's name in another style, the same words in the same roles: snake_case,
+    camelCase or PascalCase with the action first, the object first with the action after a dot
+    (set_timer -> timer.set; timer.create -> createTimer), and a prefix or suffix now and then. None
+    when every style is another variant's name (VARIANTS) or in `taken`."""
+    if "." in name:
+        head, tail = name.rsplit(".", 1)
+        action, thing = F.name_words(tail), F.name_words(head)
+    else:
+        words = F.name_words(name)
+        action, thing = words[:1], words[1:]
+    words = action + thing
+    camel = words[0] + "".join(w.capitalize() for w in words[1:])
+    forms = ["_".join(words), camel, camel[:1].upper() + camel[1:]]
+    if thing:
+        forms.append("_".join(thing) + "." + "_".join(action))
+    forms = [f for f in forms if f != name]
+    forms += [p + f for p in RESTYLE_PREFIXES for f in forms[:1]] + [forms[0] + s for s in RESTYLE_SUFFIXES]
+    forms = [f for f in forms if f != name and f not in VARIANTS and f not in taken]
+    return pick(rng, forms) if forms else None
+
+
 def perturb_frame(rng, template, p_lead=0.4):
     """An invented tool's request frame ("{vp} with {plist}") with its words perturbed as a family
     template's are (slots.perturb_template: "with" may become any word, a word may be dropped or
@@ -1042,12 +1102,17 @@ def perturbed_train(seed, n_train, group, shares, reference, log=None):
                 renamed += 1
             else:
                 rejected["no noun to rename"] += 1
+        if group > 1 and shares.restyle:
+            gen.restyle_tools(made[0]["tools"], made, gen.last_group)
         batches = [made]
         if group > 1 and gen.chance(shares.twins):
             twin = gen.twin_group(made)
             if twin is None:
                 rejected["no twin"] += 1
             else:
+                # the tools the twin brought in, restyled as the group's were
+                gen.restyle_tools(twin[0]["tools"], twin, only={t["name"] for t in twin[0]["tools"]}
+                                  - {t["name"] for t in made[0]["tools"]})
                 batches.append(twin)
         for members in batches:
             kept = 0
