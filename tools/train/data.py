@@ -878,25 +878,15 @@ class Generator:
                         for w in (word, plural(word))))
 
     def restyle_tools(self, tools, members, group=None, only=None):
-        """Writes, with the share restyle, each family tool of `tools` (a group's shared list, changed in
-        place; only those named in `only` when given) under a new name in another style (restyled_name):
-        the calls of `members` follow, and so does `group`'s set (used names, origins) when given, so
-        that a twin drawn after it sees the new names. A family's tool names are few, and a model
-        learns them as wholes: it answered [] or another tool to most of split A when only their
-        style changed (docs/training-data.md, "Restyled names")."""
-        taken = {t["name"] for t in tools}
-        for index, tool in enumerate(tools):
-            old = tool["name"]
-            if old not in VARIANTS or (only is not None and old not in only) or not self.chance(self.shares.restyle):
-                continue
-            new = restyled_name(self.rng, old, taken)
-            if new is None:
-                continue
-            taken.add(new)
-            tools[index] = dict(tool, name=new)
-            for ex in members:
-                ex["calls"] = [dict(c, name=new) if c["name"] == old else c for c in ex["calls"]]
-            if group is not None:
+        """restyle_names on a group's shared `tools` and its `members`, each family tool (only those
+        named in `only` when given) with the share restyle; `group`'s set (used names, origins)
+        follows when given, so that a twin drawn after it sees the new names. A family's tool names
+        are few, and a model learns them as wholes: it answered [] or another tool to most of split A
+        when only their style changed (docs/training-data.md, "Restyled names")."""
+        renamed = restyle_names(self.rng, tools, members, lambda name: (only is None or name in only)
+                                and self.chance(self.shares.restyle))
+        if group is not None:
+            for old, new in renamed.items():
                 group.origins[new] = group.origins[old]
                 if old in group.used:
                     group.used.discard(old)
@@ -1060,6 +1050,27 @@ def restyled_name(rng, name, taken=()):
     forms += [p + f for p in RESTYLE_PREFIXES for f in forms[:1]] + [forms[0] + s for s in RESTYLE_SUFFIXES]
     forms = [f for f in forms if f != name and f not in VARIANTS and f not in taken]
     return pick(rng, forms) if forms else None
+
+
+def restyle_names(rng, tools, examples, chosen):
+    """Renames in place, in `tools` (a list the `examples` share), each family tool (a name of
+    VARIANTS) for which chosen(name) holds by restyled_name, each name other than the others, and
+    the calls of `examples` follow; returns {old name: new name}."""
+    taken = {t["name"] for t in tools}
+    renamed = {}
+    for index, tool in enumerate(tools):
+        old = tool["name"]
+        if old not in VARIANTS or not chosen(old):
+            continue
+        new = restyled_name(rng, old, taken)
+        if new is None:
+            continue
+        taken.add(new)
+        renamed[old] = new
+        tools[index] = dict(tool, name=new)
+    for ex in examples:
+        ex["calls"] = [dict(c, name=renamed.get(c["name"], c["name"])) for c in ex["calls"]]
+    return renamed
 
 
 def perturb_frame(rng, template, p_lead=0.4):

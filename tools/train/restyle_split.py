@@ -13,7 +13,6 @@ measurements.
 """
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -24,18 +23,10 @@ import data  # noqa: E402
 
 
 def restyle_example(rng, ex):
-    """`ex` with its family tools renamed (restyled_name, each other than the others) and its calls
-    following."""
-    taken = {t["name"] for t in ex["tools"]}
-    names = {}
-    for tool in ex["tools"]:
-        if tool["name"] in data.VARIANTS:
-            new = data.restyled_name(rng, tool["name"], taken)
-            if new is not None:
-                names[tool["name"]] = new
-                taken.add(new)
-    return dict(ex, tools=[dict(t, name=names.get(t["name"], t["name"])) for t in ex["tools"]],
-                calls=[dict(c, name=names.get(c["name"], c["name"])) for c in ex["calls"]])
+    """A copy of `ex` with every family tool renamed (data.restyle_names) and its calls following."""
+    ex = dict(ex, tools=list(ex["tools"]))
+    data.restyle_names(rng, ex["tools"], [ex], lambda name: True)
+    return ex
 
 
 def main(argv=None):
@@ -51,10 +42,10 @@ def main(argv=None):
         path = os.path.join(args.data, f"{split}.jsonl")
         if not os.path.exists(path):
             ap.error(f"{path}: no such split file")
-        examples = [restyle_example(rng, ex) for ex in data.read_split(path)]
+        originals = data.read_split(path)
+        examples = [restyle_example(rng, ex) for ex in originals]
         data.write_split(os.path.join(args.out, f"{split}.jsonl"), examples)
-        renamed = sum(t["name"] not in data.VARIANTS and t["name"] != u["name"]
-                      for ex, orig in zip(examples, data.read_split(path))
+        renamed = sum(t["name"] != u["name"] for ex, orig in zip(examples, originals)
                       for t, u in zip(ex["tools"], orig["tools"]))
         print(f"restyle_split: {split}: {len(examples)} examples, {renamed} tool names restyled")
     return 0
