@@ -324,7 +324,7 @@ class Shares:
     restyle: float = _share(
         "share of the training split's family tools (called ones and distractors, in groups and their [] "
         "twins) whose name is written in another style: the same words, another case, order or prefix "
-        "(set_timer -> timerSet, timer.set, api_set_timer; Generator.restyle_tools; docs/training-data.md, "
+        "(set_timer -> setTimer, timer.set, api_setTimer; Generator.restyle_tools; docs/training-data.md, "
         "\"Restyled names\"; default 0: none)",
         ("perturb", "group"), _PERTURBED)
 
@@ -1033,7 +1033,7 @@ RESTYLE_SUFFIXES = ("_v2", "_tool", "_api")
 def restyled_name(rng, name, taken=()):
     """A family tool's name in another style, the same words in the same roles: snake_case,
     camelCase or PascalCase with the action first, the object first with the action after a dot
-    (set_timer -> timer.set; timer.create -> createTimer), and a prefix or suffix now and then. None
+    (set_timer -> timer.set; timer.create -> create_timer), and a prefix or suffix now and then. None
     when every style is another variant's name (VARIANTS) or in `taken`."""
     if "." in name:
         head, tail = name.rsplit(".", 1)
@@ -1047,6 +1047,8 @@ def restyled_name(rng, name, taken=()):
     if thing:
         forms.append("_".join(thing) + "." + "_".join(action))
     forms = [f for f in forms if f != name]
+    if not forms:
+        return None
     forms += [p + f for p in RESTYLE_PREFIXES for f in forms[:1]] + [forms[0] + s for s in RESTYLE_SUFFIXES]
     forms = [f for f in forms if f != name and f not in VARIANTS and f not in taken]
     return pick(rng, forms) if forms else None
