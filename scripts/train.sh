@@ -81,14 +81,22 @@
 #   third-families  a new run from run-sf's archive on data-tf15: --lr 4e-4 --min-lr 4e-5 --warmup 30
 #              --steps 2576 --seed 51 --dropout 0.1                            -> build/train/run-tf15/
 #   average6   average.py: the mean of run-sf's archive and run-tf15's weights (--weight 0.5) (the
-#              shipped model)                                                  -> build/train/run-avg6/
+#              model shipped on 2026-12-06)                                    -> build/train/run-avg6/
+#   average6-pack  run-avg6 exported and packed (the next run starts from its CQ values)
+#                                                                              -> build/train/run-avg6/needlework-tools.cact
+#   data-rs    data.py as data-tf15 with --restyle 0.5 (half the family tools' names in another
+#              style)                                                          -> build/train/data-rs/
+#   restyled   a new run from run-avg6's archive on data-rs: --lr 4e-4 --min-lr 4e-5 --warmup 30
+#              --steps 2268 --seed 53 --dropout 0.1                            -> build/train/run-rs/
+#   average7   average.py: the mean of run-avg6's archive and run-rs's weights (--weight 0.5) (the
+#              shipped model)                                                  -> build/train/run-avg7/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
 #              other data stops with a message instead of being resumed.
 #   link       build/train/checkpoint.pt, a link to the last run's checkpoint: the shipped model in
 #              float, which npm run eval and decode.py read by default
-#   export     tools/train/export.py                                           -> build/train/run-avg6/model.safetensors
+#   export     tools/train/export.py                                           -> build/train/run-avg7/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -118,8 +126,8 @@ group=4
 # the continued run and the later ones (NEEDLE_TRAIN_CONTINUE_AT, NEEDLE_TRAIN_PERTURBED_MINUTES,
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
 # NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS,
-# NEEDLE_TRAIN_DROPOUT_STEPS, NEEDLE_TRAIN_MORE_FAMILIES_STEPS, NEEDLE_TRAIN_SECOND_FAMILIES_STEPS and
-# NEEDLE_TRAIN_THIRD_FAMILIES_STEPS for a quick trial of the script)
+# NEEDLE_TRAIN_DROPOUT_STEPS, NEEDLE_TRAIN_MORE_FAMILIES_STEPS, NEEDLE_TRAIN_SECOND_FAMILIES_STEPS,
+# NEEDLE_TRAIN_THIRD_FAMILIES_STEPS and NEEDLE_TRAIN_RESTYLED_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -153,6 +161,9 @@ second_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$second_fa
 # the shipped run was cut by --minutes 72 at step 2576
 third_families_steps=${NEEDLE_TRAIN_THIRD_FAMILIES_STEPS:-2576}
 third_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$third_families_steps" --seed 51 --dropout 0.1)
+# the shipped run was cut by --minutes 72 at step 2268
+restyled_steps=${NEEDLE_TRAIN_RESTYLED_STEPS:-2268}
+restyled_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$restyled_steps" --seed 53 --dropout 0.1)
 
 install=0
 train_options=()
@@ -217,8 +228,14 @@ run_tf15="$work/run-tf15"
 checkpoint_tf15="$run_tf15/checkpoint.pt"
 run_avg6="$work/run-avg6"
 checkpoint_avg6="$run_avg6/checkpoint.pt"
+archive_avg6="$run_avg6/needlework-tools.cact"
+data_rs="$work/data-rs"
+run_rs="$work/run-rs"
+checkpoint_rs="$run_rs/checkpoint.pt"
+run_avg7="$work/run-avg7"
+checkpoint_avg7="$run_avg7/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_avg6"
+final_run="$run_avg7"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -526,13 +543,23 @@ run_from second-families "$archive_avg5" "$checkpoint_tf15" \
 pack_stage second-families-pack "$checkpoint_sf" "$archive_sf" "$checkpoint_tf15"
 perturbed_data data-tf15 "$data_tf15" "$run_tf15" "${open_words_data[@]}" --more-families 0.6 --second-families 0.5 \
   --third-families 0.34
-run_from third-families "$archive_sf" "" \
+run_from third-families "$archive_sf" "$checkpoint_rs" \
   "$python" tools/train/train.py --data "$data_tf15" --tokenizer "$tokenizer" \
   "${third_families_options[@]}" --eval "$data/A.jsonl" --out "$run_tf15"
 # The run on 75 more intents answers [] to less of split C than the archive it started from (the
 # third 25 comes with it); its mean with that archive keeps C and B and gains A
 # (docs/training-data.md, "A third 25").
 average_of average6 "$archive_sf" "$checkpoint_tf15" "$checkpoint_avg6"
+pack_stage average6-pack "$checkpoint_avg6" "$archive_avg6" "$checkpoint_rs"
+perturbed_data data-rs "$data_rs" "$run_rs" "${open_words_data[@]}" --more-families 0.6 --second-families 0.5 \
+  --third-families 0.34 --restyle 0.5
+run_from restyled "$archive_avg6" "" \
+  "$python" tools/train/train.py --data "$data_rs" --tokenizer "$tokenizer" \
+  "${restyled_options[@]}" --eval "$data/A.jsonl" --out "$run_rs"
+# The run on restyled names calls a tool for more of split B and more often the right one, with
+# wrong arguments as often, and says [] to less of C; its mean with the archive it started from
+# keeps A, gains B and gives up some of C (docs/training-data.md, "Restyled names").
+average_of average7 "$archive_avg6" "$checkpoint_rs" "$checkpoint_avg7"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
