@@ -410,6 +410,16 @@ def assert_held_out_unchanged(test, splits):
     test.assertEqual(data.check_splits(splits), [])
 
 
+def assert_determinism_and_nothing_drawn_without(test, base, option, value, splits):
+    """`splits` (made with `base` and option=value) come out the same again, and the option at 0 draws
+    nothing: the data of `base` alone, which differs from `splits`."""
+    again = data.generate(SEED, N_TRAIN, N_EVAL, **base, **{option: value})
+    test.assertEqual(again["train"], splits["train"])
+    plain = data.generate(SEED, N_TRAIN, N_EVAL, **base, **{option: 0.0})
+    test.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, **base)["train"])
+    test.assertNotEqual(plain["train"], splits["train"])
+
+
 def assert_calls_copy_from_requests(test, examples):
     """Every gold call validates against its tool, and every free-text string argument is in the request."""
     for ex in examples:
@@ -589,11 +599,7 @@ class NearTwins(unittest.TestCase):
         self.assertLess(with_near, len(pairs))
 
     def test_determinism_and_nothing_drawn_without_the_option(self):
-        again = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, near_twins=1.0)
-        self.assertEqual(again["train"], self.splits["train"])
-        plain = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, near_twins=0.0)
-        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE)["train"])
-        self.assertNotEqual(plain["train"], self.splits["train"])
+        assert_determinism_and_nothing_drawn_without(self, self.BASE, "near_twins", 1.0, self.splits)
 
 
 class Renamed(unittest.TestCase):
@@ -677,12 +683,8 @@ class Renamed(unittest.TestCase):
             self.assertEqual(data.rename_identifier(name, singular, "glass", flip=True), want)
 
     def test_determinism_and_nothing_drawn_without_the_option(self):
-        again = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, **self.OPTION)
-        self.assertEqual(again["train"], self.splits["train"])
-        (option,) = self.OPTION
-        plain = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, **{option: 0.0})
-        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE)["train"])
-        self.assertNotEqual(plain["train"], self.splits["train"])
+        ((option, value),) = self.OPTION.items()
+        assert_determinism_and_nothing_drawn_without(self, self.BASE, option, value, self.splits)
 
 
 class Restyled(unittest.TestCase):
@@ -771,11 +773,7 @@ class Restyled(unittest.TestCase):
             n for n in {data.restyled_name(random.Random(k), "set_timer") for k in range(500)}}))
 
     def test_determinism_and_nothing_drawn_without_the_option(self):
-        again = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, restyle=0.5)
-        self.assertEqual(again["train"], self.splits["train"])
-        plain = data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE, restyle=0.0)
-        self.assertEqual(plain["train"], data.generate(SEED, N_TRAIN, N_EVAL, **self.BASE)["train"])
-        self.assertNotEqual(plain["train"], self.splits["train"])
+        assert_determinism_and_nothing_drawn_without(self, self.BASE, "restyle", 0.5, self.splits)
 
 
 class RenameForms(Renamed):
