@@ -533,7 +533,10 @@ run_from more-families "$archive_avg4" "$checkpoint_sf" \
 # (docs/training-data.md, "More families").
 average_of average5 "$archive_avg4" "$checkpoint_mf" "$checkpoint_avg5"
 pack_stage average5-pack "$checkpoint_avg5" "$archive_avg5" "$checkpoint_sf"
-perturbed_data data-sf "$data_sf" "$run_sf" "${open_words_data[@]}" --more-families 0.6 --second-families 0.5
+# data-sf's options, on which data-tf15 and data-rs build (each adds one)
+second_families_data=("${open_words_data[@]}" --more-families 0.6 --second-families 0.5)
+third_families_data=("${second_families_data[@]}" --third-families 0.34)
+perturbed_data data-sf "$data_sf" "$run_sf" "${second_families_data[@]}"
 run_from second-families "$archive_avg5" "$checkpoint_tf15" \
   "$python" tools/train/train.py --data "$data_sf" --tokenizer "$tokenizer" \
   "${second_families_options[@]}" --eval "$data/A.jsonl" --out "$run_sf"
@@ -541,8 +544,7 @@ run_from second-families "$archive_avg5" "$checkpoint_tf15" \
 # of A; its mean with the archive it started from gets more of A and less of B and C, so the run
 # itself shipped (docs/training-data.md, "A second 25").
 pack_stage second-families-pack "$checkpoint_sf" "$archive_sf" "$checkpoint_tf15"
-perturbed_data data-tf15 "$data_tf15" "$run_tf15" "${open_words_data[@]}" --more-families 0.6 --second-families 0.5 \
-  --third-families 0.34
+perturbed_data data-tf15 "$data_tf15" "$run_tf15" "${third_families_data[@]}"
 run_from third-families "$archive_sf" "$checkpoint_rs" \
   "$python" tools/train/train.py --data "$data_tf15" --tokenizer "$tokenizer" \
   "${third_families_options[@]}" --eval "$data/A.jsonl" --out "$run_tf15"
@@ -551,8 +553,7 @@ run_from third-families "$archive_sf" "$checkpoint_rs" \
 # (docs/training-data.md, "A third 25").
 average_of average6 "$archive_sf" "$checkpoint_tf15" "$checkpoint_avg6"
 pack_stage average6-pack "$checkpoint_avg6" "$archive_avg6" "$checkpoint_rs"
-perturbed_data data-rs "$data_rs" "$run_rs" "${open_words_data[@]}" --more-families 0.6 --second-families 0.5 \
-  --third-families 0.34 --restyle 0.5
+perturbed_data data-rs "$data_rs" "$run_rs" "${third_families_data[@]}" --restyle 0.5
 run_from restyled "$archive_avg6" "" \
   "$python" tools/train/train.py --data "$data_rs" --tokenizer "$tokenizer" \
   "${restyled_options[@]}" --eval "$data/A.jsonl" --out "$run_rs"
