@@ -149,21 +149,23 @@ talk_options=(--lr 3e-4 --min-lr 3e-5 --warmup 30 --steps "$talk_steps" --seed 1
 # the shipped run was cut by --minutes 85 at step 2837: a step budget ends the schedule there on any machine
 open_words_steps=${NEEDLE_TRAIN_OPEN_WORDS_STEPS:-2837}
 open_words_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$open_words_steps" --seed 35)
+# the five late runs share one schedule (with dropout) and differ only in their steps and seed
+late_schedule=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --dropout 0.1)
 # the shipped run was cut by --minutes 80 at step 2875
 dropout_steps=${NEEDLE_TRAIN_DROPOUT_STEPS:-2875}
-dropout_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$dropout_steps" --seed 44 --dropout 0.1)
+dropout_options=("${late_schedule[@]}" --steps "$dropout_steps" --seed 44)
 # the shipped run was cut by --minutes 80 at step 3127
 more_families_steps=${NEEDLE_TRAIN_MORE_FAMILIES_STEPS:-3127}
-more_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$more_families_steps" --seed 47 --dropout 0.1)
+more_families_options=("${late_schedule[@]}" --steps "$more_families_steps" --seed 47)
 # the shipped run was cut by --minutes 72 at step 2958
 second_families_steps=${NEEDLE_TRAIN_SECOND_FAMILIES_STEPS:-2958}
-second_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$second_families_steps" --seed 48 --dropout 0.1)
+second_families_options=("${late_schedule[@]}" --steps "$second_families_steps" --seed 48)
 # the shipped run was cut by --minutes 72 at step 2576
 third_families_steps=${NEEDLE_TRAIN_THIRD_FAMILIES_STEPS:-2576}
-third_families_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$third_families_steps" --seed 51 --dropout 0.1)
+third_families_options=("${late_schedule[@]}" --steps "$third_families_steps" --seed 51)
 # the shipped run was cut by --minutes 72 at step 2268
 restyled_steps=${NEEDLE_TRAIN_RESTYLED_STEPS:-2268}
-restyled_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$restyled_steps" --seed 53 --dropout 0.1)
+restyled_options=("${late_schedule[@]}" --steps "$restyled_steps" --seed 53)
 
 install=0
 train_options=()
