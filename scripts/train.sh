@@ -89,14 +89,23 @@
 #   restyled   a new run from run-avg6's archive on data-rs: --lr 4e-4 --min-lr 4e-5 --warmup 30
 #              --steps 2268 --seed 53 --dropout 0.1                            -> build/train/run-rs/
 #   average7   average.py: the mean of run-avg6's archive and run-rs's weights (--weight 0.5) (the
-#              shipped model)                                                  -> build/train/run-avg7/
+#              model shipped on 2026-12-06)                                    -> build/train/run-avg7/
+#   average7-pack  run-avg7 exported and packed (the next run starts from its CQ values)
+#                                                                              -> build/train/run-avg7/needlework-tools.cact
+#   data-rsnt  data.py as data-tf15 with --restyle 0.8 --near-twins 1.0 (four in five family tools'
+#              names in another style; each [] twin offers near misses of its called tools)
+#                                                                              -> build/train/data-rsnt/
+#   restyled-near  a new run from run-avg7's archive on data-rsnt: --lr 4e-4 --min-lr 4e-5 --warmup 30
+#              --steps 1680 --seed 59 --dropout 0.1                            -> build/train/run-rsnt/
+#   average8   average.py: the mean of run-avg7's archive and run-rsnt's weights (--weight 0.5) (the
+#              shipped model)                                                  -> build/train/run-avg8/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
 #              other data stops with a message instead of being resumed.
 #   link       build/train/checkpoint.pt, a link to the last run's checkpoint: the shipped model in
 #              float, which npm run eval and decode.py read by default
-#   export     tools/train/export.py                                           -> build/train/run-avg7/model.safetensors
+#   export     tools/train/export.py                                           -> build/train/run-avg8/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -127,7 +136,8 @@ group=4
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
 # NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS,
 # NEEDLE_TRAIN_DROPOUT_STEPS, NEEDLE_TRAIN_MORE_FAMILIES_STEPS, NEEDLE_TRAIN_SECOND_FAMILIES_STEPS,
-# NEEDLE_TRAIN_THIRD_FAMILIES_STEPS and NEEDLE_TRAIN_RESTYLED_STEPS for a quick trial of the script)
+# NEEDLE_TRAIN_THIRD_FAMILIES_STEPS, NEEDLE_TRAIN_RESTYLED_STEPS and NEEDLE_TRAIN_RESTYLED_NEAR_STEPS
+# for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -149,7 +159,7 @@ talk_options=(--lr 3e-4 --min-lr 3e-5 --warmup 30 --steps "$talk_steps" --seed 1
 # the shipped run was cut by --minutes 85 at step 2837: a step budget ends the schedule there on any machine
 open_words_steps=${NEEDLE_TRAIN_OPEN_WORDS_STEPS:-2837}
 open_words_options=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --steps "$open_words_steps" --seed 35)
-# the five late runs share one schedule (with dropout) and differ only in their steps and seed
+# the six late runs share one schedule (with dropout) and differ only in their steps and seed
 late_schedule=(--lr 4e-4 --min-lr 4e-5 --warmup 30 --dropout 0.1)
 # the shipped run was cut by --minutes 80 at step 2875
 dropout_steps=${NEEDLE_TRAIN_DROPOUT_STEPS:-2875}
@@ -166,6 +176,9 @@ third_families_options=("${late_schedule[@]}" --steps "$third_families_steps" --
 # the shipped run was cut by --minutes 72 at step 2268
 restyled_steps=${NEEDLE_TRAIN_RESTYLED_STEPS:-2268}
 restyled_options=("${late_schedule[@]}" --steps "$restyled_steps" --seed 53)
+# the shipped run was cut by --minutes 55 at step 1680
+restyled_near_steps=${NEEDLE_TRAIN_RESTYLED_NEAR_STEPS:-1680}
+restyled_near_options=("${late_schedule[@]}" --steps "$restyled_near_steps" --seed 59)
 
 install=0
 train_options=()
@@ -236,8 +249,14 @@ run_rs="$work/run-rs"
 checkpoint_rs="$run_rs/checkpoint.pt"
 run_avg7="$work/run-avg7"
 checkpoint_avg7="$run_avg7/checkpoint.pt"
+archive_avg7="$run_avg7/needlework-tools.cact"
+data_rsnt="$work/data-rsnt"
+run_rsnt="$work/run-rsnt"
+checkpoint_rsnt="$run_rsnt/checkpoint.pt"
+run_avg8="$work/run-avg8"
+checkpoint_avg8="$run_avg8/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_avg7"
+final_run="$run_avg8"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -535,7 +554,7 @@ run_from more-families "$archive_avg4" "$checkpoint_sf" \
 # (docs/training-data.md, "More families").
 average_of average5 "$archive_avg4" "$checkpoint_mf" "$checkpoint_avg5"
 pack_stage average5-pack "$checkpoint_avg5" "$archive_avg5" "$checkpoint_sf"
-# data-sf's options, on which data-tf15 and data-rs build (each adds one)
+# data-sf's options, on which data-tf15, data-rs and data-rsnt build
 second_families_data=("${open_words_data[@]}" --more-families 0.6 --second-families 0.5)
 third_families_data=("${second_families_data[@]}" --third-families 0.34)
 perturbed_data data-sf "$data_sf" "$run_sf" "${second_families_data[@]}"
@@ -556,13 +575,23 @@ run_from third-families "$archive_sf" "$checkpoint_rs" \
 average_of average6 "$archive_sf" "$checkpoint_tf15" "$checkpoint_avg6"
 pack_stage average6-pack "$checkpoint_avg6" "$archive_avg6" "$checkpoint_rs"
 perturbed_data data-rs "$data_rs" "$run_rs" "${third_families_data[@]}" --restyle 0.5
-run_from restyled "$archive_avg6" "" \
+run_from restyled "$archive_avg6" "$checkpoint_rsnt" \
   "$python" tools/train/train.py --data "$data_rs" --tokenizer "$tokenizer" \
   "${restyled_options[@]}" --eval "$data/A.jsonl" --out "$run_rs"
 # The run on restyled names calls a tool for more of split B and more often the right one, with
 # wrong arguments as often, and says [] to less of C; its mean with the archive it started from
 # keeps A, gains B and gives up some of C (docs/training-data.md, "Restyled names").
 average_of average7 "$archive_avg6" "$checkpoint_rs" "$checkpoint_avg7"
+pack_stage average7-pack "$checkpoint_avg7" "$archive_avg7" "$checkpoint_rsnt"
+perturbed_data data-rsnt "$data_rsnt" "$run_rsnt" "${third_families_data[@]}" --restyle 0.8 --near-twins 1.0
+run_from restyled-near "$archive_avg7" "" \
+  "$python" tools/train/train.py --data "$data_rsnt" --tokenizer "$tokenizer" \
+  "${restyled_near_options[@]}" --eval "$data/A.jsonl" --out "$run_rsnt"
+# Restyled names with near-miss twins: the run calls a tool for more of split B, more often the
+# right one, and reads tools named in other styles far better than the archive it started from, with
+# less of A; its mean with that archive gains A and B and keeps C (docs/training-data.md, "Restyled
+# names").
+average_of average8 "$archive_avg7" "$checkpoint_rsnt" "$checkpoint_avg8"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
