@@ -89,7 +89,7 @@
 #   restyled   a new run from run-avg6's archive on data-rs: --lr 4e-4 --min-lr 4e-5 --warmup 30
 #              --steps 2268 --seed 53 --dropout 0.1                            -> build/train/run-rs/
 #   average7   average.py: the mean of run-avg6's archive and run-rs's weights (--weight 0.5) (the
-#              model shipped on 2026-12-06)                                    -> build/train/run-avg7/
+#              model shipped on 2026-12-07 before average8)                    -> build/train/run-avg7/
 #   average7-pack  run-avg7 exported and packed (the next run starts from its CQ values)
 #                                                                              -> build/train/run-avg7/needlework-tools.cact
 #   data-rsnt  data.py as data-tf15 with --restyle 0.8 --near-twins 1.0 (four in five family tools'
