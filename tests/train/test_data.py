@@ -602,6 +602,52 @@ class NearTwins(unittest.TestCase):
         assert_determinism_and_nothing_drawn_without(self, self.BASE, "near_twins", 1.0, self.splits)
 
 
+class VerbMisses(unittest.TestCase):
+    """data.py --verb-misses: in a share of the near misses of invented tools (--near-twins) the tool
+    keeps its noun and parameters and takes another verb, in its name and description, where every
+    request calling it names its verb; nothing drawn without the option."""
+
+    BASE = dict(group=GROUP, perturb=0.5, twins=0.3, near_twins=1.0)
+
+    @classmethod
+    def setUpClass(cls):
+        cls.splits = data.generate(SEED, N_TRAIN, N_EVAL, **cls.BASE, verb_misses=0.5)
+
+    def test_held_out_splits_are_unchanged_and_every_call_copies_from_the_request(self):
+        assert_held_out_unchanged(self, self.splits)
+        assert_calls_copy_from_requests(self, self.splits["train"])
+
+    def test_a_verb_miss_keeps_the_noun_and_changes_the_verb_the_requests_name(self):
+        by_verb = by_noun = 0
+        for before, twin in twin_pairs(groups_of(self.splits["train"])):
+            asked = " ".join(ex["query"] for ex in twin).lower()
+            for old, new, (gone,), (other,) in NearTwins.near_misses(before, twin):
+                if "invented" not in {p for ex in before for p in ex["family"].split("+")}:
+                    continue
+                callers = [ex for ex in before if any(c["name"] == old["name"] for c in ex["calls"])]
+                # the word that changed is the verb when the description's first word is made from it
+                verb = old["description"].split()[0].lower() in (gone, data.I.third_person(gone)) or \
+                    re.search(r"\bto " + re.escape(gone) + r"\b", old["description"].lower())
+                if not verb:
+                    by_noun += 1
+                    continue
+                by_verb += 1
+                for ex in callers:
+                    self.assertRegex(ex["query"], data.verb_pattern(gone), ex["id"])
+                self.assertNotRegex(asked, data.verb_pattern(other), twin[0]["id"])
+                # the noun stays in the name and the description; the old verb leaves both
+                self.assertEqual(set(F.name_words(old["name"])) - {gone}, set(F.name_words(new["name"])) - {other})
+                self.assertNotRegex(new["description"], data.verb_pattern(gone))
+                self.assertRegex(new["description"], data.verb_pattern(other))
+                for ex in twin:
+                    self.assertEqual(ex["calls"], [])
+        self.assertGreater(by_verb, 20)
+        self.assertGreater(by_noun, 20)
+
+    def test_determinism_and_nothing_drawn_without_the_option(self):
+        assert_determinism_and_nothing_drawn_without(self, self.BASE, "verb_misses", 0.5, self.splits)
+
+
 class Renamed(unittest.TestCase):
     """data.py --rename: in a share of the perturbed training groups, a noun that a called family
     tool's name shares with its requests is renamed, in the tool and in those requests. Subclasses run

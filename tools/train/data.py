@@ -327,6 +327,12 @@ class Shares:
         "(set_timer -> setTimer, timer.set, api_setTimer; Generator.restyle_tools; docs/training-data.md, "
         "\"Restyled names\"; default 0: none)",
         ("perturb", "group"), _PERTURBED)
+    verb_misses: float = _share(
+        "share of the near misses of invented tools (--near-twins) that keep the noun and take another verb "
+        "(\"stack the aquarium\" against aquarium.unwrap) instead of another noun, where every request calling "
+        "the tool names its verb (Generator.near_miss; docs/training-data.md, \"Near misses by verb\"; "
+        "default 0: the noun changes)",
+        ("near_twins",), "it changes the near misses")
 
     def options(self):
         """The command-line spelling of the shares that are not 0 (perturb always), for the log."""
@@ -352,6 +358,7 @@ class Generator:
         self.split_now = None  # the split make() / make_group() is drawing for
         self.by_noun = {}  # a request that names an invented tool by its noun alone -> the noun
         self.near_missed = 0  # called tools replaced by their near miss in [] twins (near_miss), for the log
+        self.verb_missed = 0  # of them, invented tools with another verb (verb_miss), for the log
         # The batches of extra families in use, each (families, words): the first 25 with
         # more_families, the second (third) 25 with second_families (third_families) as well. The
         # training split's tools come from the 26 families and these alike (distractor_pool), its
@@ -776,6 +783,8 @@ class Generator:
                         + [w for t in twin.tools + group.tools for w in F.name_words(t["name"])]).lower()
         names = {t["name"] for t in twin.tools + group.tools}
         if isinstance(origin, I.InventedTool):
+            if self.chance(self.shares.verb_misses):
+                return self.verb_miss(tool, origin, callers, twin, seen, names)
             if not all(either_number(origin.noun).search(ex["query"].lower()) for ex in callers):
                 return None
             new = self.invent(self.vocab[group.spec.invented_held], verb=origin.verb).noun
@@ -801,6 +810,30 @@ class Generator:
         if missed["name"] in names or missed["description"] == tool["description"]:
             return None
         return missed, NearMiss(missed["name"])
+
+    def verb_miss(self, tool, origin, callers, twin, seen, names):
+        """The near miss by verb of an invented `tool` (near_miss with the share verb_misses): its noun,
+        description frame and parameters with another verb, in its name and description ("stack the
+        aquarium" against aquarium.unwrap, "Unwraps the given aquarium."), or None when a request
+        calling it does not name its verb (a noun request: "the aquarium?"), the new verb is in the
+        prompt already or the name holds no verb (tool_g8y)."""
+        verbs = verb_pattern(origin.verb)
+        if not all(verbs.search(ex["query"]) for ex in callers):
+            return None
+        new = self.invent(self.vocab[self.last_group.spec.invented_held], noun=origin.noun).verb
+        if new == origin.noun or verb_pattern(new).search(seen):
+            return None
+        name = _IDENT_WORD.sub(lambda m: styled(new, m.group(0)) if m.group(0).lower() == origin.verb
+                               else m.group(0), tool["name"])
+        if name == tool["name"] or name in names:
+            return None
+        description = verbs.sub(lambda m: styled(I.third_person(new) if m.group(0).lower() != origin.verb
+                                                 else new, m.group(0)), tool["description"])
+        missed = I.InventedTool(new, origin.noun, name, description, origin.params)
+        if not twin.may_add(missed):
+            return None
+        self.verb_missed += 1
+        return missed.tool(), missed
 
     def rename_group(self, members):
         """Renames, in the group make_group just made (`members`), a noun that a called family tool's
@@ -983,6 +1016,11 @@ def either_number(word):
     return re.compile(r"\b(" + re.escape(word) + "|" + re.escape(plural(word)) + r")\b")
 
 
+def verb_pattern(verb):
+    """Whole-word matches of a verb or its third person (polish, polishes), any case."""
+    return re.compile(r"\b(" + re.escape(I.third_person(verb)) + "|" + re.escape(verb) + r")\b", re.IGNORECASE)
+
+
 def noun_pattern(singular):
     """Whole-word matches of a noun's singular and plural, any case; group 1 is an article "a" or
     "an" right before it, group 2 the noun."""
@@ -1153,7 +1191,8 @@ def perturbed_train(seed, n_train, group, shares, reference, log=None):
     if log:
         log(f"data: train drawn again with {shares.options()}: {len(out)} examples, {groups} groups" +
             (f" ({twinned} [] twins)" if shares.twins else "") +
-            (f" ({gen.near_missed} called tools replaced by a near miss)" if shares.near_twins else "") +
+            (f" ({gen.near_missed} called tools replaced by a near miss" +
+             (f", {gen.verb_missed} of them by verb" if shares.verb_misses else "") + ")" if shares.near_twins else "") +
             (f" ({renamed} groups renamed)" if shares.rename else "") + " "
             f"({dict(rejected) or 'none'} rejected)")
     return out
