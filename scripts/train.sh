@@ -98,14 +98,21 @@
 #   restyled-near  a new run from run-avg7's archive on data-rsnt: --lr 4e-4 --min-lr 4e-5 --warmup 30
 #              --steps 1680 --seed 59 --dropout 0.1                            -> build/train/run-rsnt/
 #   average8   average.py: the mean of run-avg7's archive and run-rsnt's weights (--weight 0.5) (the
-#              shipped model)                                                  -> build/train/run-avg8/
+#              model shipped on 2026-12-07 before average9)                    -> build/train/run-avg8/
+#   average8-pack  run-avg8 exported and packed (the next run starts from its CQ values)
+#   data-vm    data.py as data-rsnt with --verb-misses 0.5 (half the invented tools' near misses
+#              take another verb instead of another noun)                      -> build/train/data-vm/
+#   verb-misses  a new run from run-avg8's archive on data-vm: --lr 4e-4 --min-lr 4e-5 --warmup 30
+#              --steps 1765 --seed 61 --dropout 0.1                            -> build/train/run-vm/
+#   average9   average.py: the mean of run-avg8's archive and run-vm's weights (--weight 0.5) (the
+#              shipped model)                                                  -> build/train/run-avg9/
 #              A run with a checkpoint is resumed (--resume) and a finished one skipped; train.py
 #              options go to every run (`npm run train -- --device cuda`); a run whose successor
 #              has a checkpoint is skipped. A checkpoint is never older than its data: a run on
 #              other data stops with a message instead of being resumed.
 #   link       build/train/checkpoint.pt, a link to the last run's checkpoint: the shipped model in
 #              float, which npm run eval and decode.py read by default
-#   export     tools/train/export.py                                           -> build/train/run-avg8/model.safetensors
+#   export     tools/train/export.py                                           -> build/train/run-avg9/model.safetensors
 #   pack       needle-pack --safetensors --bits-map (the same) --spm tokenizer -> build/train/needlework-tools.cact,
 #              then needle-info loads it
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
@@ -136,8 +143,8 @@ group=4
 # NEEDLE_TRAIN_PERTURBED2_STEPS, NEEDLE_TRAIN_TWINS_MINUTES, NEEDLE_TRAIN_FRAMES_STEPS,
 # NEEDLE_TRAIN_RENAMED_STEPS, NEEDLE_TRAIN_TALK_STEPS, NEEDLE_TRAIN_OPEN_WORDS_STEPS,
 # NEEDLE_TRAIN_DROPOUT_STEPS, NEEDLE_TRAIN_MORE_FAMILIES_STEPS, NEEDLE_TRAIN_SECOND_FAMILIES_STEPS,
-# NEEDLE_TRAIN_THIRD_FAMILIES_STEPS, NEEDLE_TRAIN_RESTYLED_STEPS and NEEDLE_TRAIN_RESTYLED_NEAR_STEPS
-# for a quick trial of the script)
+# NEEDLE_TRAIN_THIRD_FAMILIES_STEPS, NEEDLE_TRAIN_RESTYLED_STEPS, NEEDLE_TRAIN_RESTYLED_NEAR_STEPS
+# and NEEDLE_TRAIN_VERB_MISSES_STEPS for a quick trial of the script)
 continue_tokens=30000000
 continue_minutes=195
 continue_at=${NEEDLE_TRAIN_CONTINUE_AT:-4330}
@@ -179,6 +186,9 @@ restyled_options=("${late_schedule[@]}" --steps "$restyled_steps" --seed 53)
 # the shipped run was cut by --minutes 55 at step 1680
 restyled_near_steps=${NEEDLE_TRAIN_RESTYLED_NEAR_STEPS:-1680}
 restyled_near_options=("${late_schedule[@]}" --steps "$restyled_near_steps" --seed 59)
+# the shipped run was cut by --minutes 55 at step 1765
+verb_misses_steps=${NEEDLE_TRAIN_VERB_MISSES_STEPS:-1765}
+verb_misses_options=("${late_schedule[@]}" --steps "$verb_misses_steps" --seed 61)
 
 install=0
 train_options=()
@@ -255,8 +265,14 @@ run_rsnt="$work/run-rsnt"
 checkpoint_rsnt="$run_rsnt/checkpoint.pt"
 run_avg8="$work/run-avg8"
 checkpoint_avg8="$run_avg8/checkpoint.pt"
+archive_avg8="$run_avg8/needlework-tools.cact"
+data_vm="$work/data-vm"
+run_vm="$work/run-vm"
+checkpoint_vm="$run_vm/checkpoint.pt"
+run_avg9="$work/run-avg9"
+checkpoint_avg9="$run_avg9/checkpoint.pt"
 # the last run: the shipped model (exported, packed, checked for parity and linked as $work/checkpoint.pt)
-final_run="$run_avg8"
+final_run="$run_avg9"
 final_checkpoint="$final_run/checkpoint.pt"
 weights="$final_run/model.safetensors"
 archive="$work/needlework-tools.cact"
@@ -584,7 +600,7 @@ run_from restyled "$archive_avg6" "$checkpoint_rsnt" \
 average_of average7 "$archive_avg6" "$checkpoint_rs" "$checkpoint_avg7"
 pack_stage average7-pack "$checkpoint_avg7" "$archive_avg7" "$checkpoint_rsnt"
 perturbed_data data-rsnt "$data_rsnt" "$run_rsnt" "${third_families_data[@]}" --restyle 0.8 --near-twins 1.0
-run_from restyled-near "$archive_avg7" "" \
+run_from restyled-near "$archive_avg7" "$checkpoint_vm" \
   "$python" tools/train/train.py --data "$data_rsnt" --tokenizer "$tokenizer" \
   "${restyled_near_options[@]}" --eval "$data/A.jsonl" --out "$run_rsnt"
 # Restyled names with near-miss twins: the run calls a tool for more of split B, more often the
@@ -592,6 +608,16 @@ run_from restyled-near "$archive_avg7" "" \
 # less of A; its mean with that archive gains A and B and keeps C (docs/training-data.md, "Restyled
 # names").
 average_of average8 "$archive_avg7" "$checkpoint_rsnt" "$checkpoint_avg8"
+pack_stage average8-pack "$checkpoint_avg8" "$archive_avg8" "$checkpoint_vm"
+perturbed_data data-vm "$data_vm" "$run_vm" "${third_families_data[@]}" --restyle 0.8 --near-twins 1.0 \
+  --verb-misses 0.5
+run_from verb-misses "$archive_avg8" "" \
+  "$python" tools/train/train.py --data "$data_vm" --tokenizer "$tokenizer" \
+  "${verb_misses_options[@]}" --eval "$data/A.jsonl" --out "$run_vm"
+# Near misses by verb: the run alone says [] to more of split C's family requests; its mean with
+# the archive it started from keeps A and B and gains C (docs/training-data.md, "Near misses by
+# verb").
+average_of average9 "$archive_avg8" "$checkpoint_vm" "$checkpoint_avg9"
 
 # --- link, export, pack --------------------------------------------------------------------------
 # A relative link, so that the training directory can be moved or copied whole.
