@@ -614,9 +614,9 @@ perturbed_data data-vm "$data_vm" "$run_vm" "${third_families_data[@]}" --restyl
 run_from verb-misses "$archive_avg8" "" \
   "$python" tools/train/train.py --data "$data_vm" --tokenizer "$tokenizer" \
   "${verb_misses_options[@]}" --eval "$data/A.jsonl" --out "$run_vm"
-# Near misses by verb: the run alone says [] to more of split C's family requests; its mean with
-# the archive it started from keeps A and B and gains C (docs/training-data.md, "Near misses by
-# verb").
+# Near misses by verb: the run alone says [] to more of split C's family requests (its invented-tool
+# requests no more often); its mean with the archive it started from gets a little more of every
+# split (docs/training-data.md, "Near misses by verb").
 average_of average9 "$archive_avg8" "$checkpoint_vm" "$checkpoint_avg9"
 
 # --- link, export, pack --------------------------------------------------------------------------
