@@ -790,8 +790,7 @@ class Generator:
             new = self.invent(self.vocab[group.spec.invented_held], verb=origin.verb).noun
             if new == origin.noun or either_number(new).search(seen):
                 return None
-            name = _IDENT_WORD.sub(lambda m: styled(new, m.group(0)) if m.group(0).lower() == origin.noun
-                                   else m.group(0), tool["name"])
+            name = swap_word(tool["name"], origin.noun, new)
             if name == tool["name"] or name in names:  # an opaque name (tool_g8y) has no noun to change
                 return None
             description = re.sub(r"\b" + re.escape(origin.noun) + r"\b", new, tool["description"])
@@ -823,8 +822,7 @@ class Generator:
         new = self.invent(self.vocab[self.last_group.spec.invented_held], noun=origin.noun).verb
         if new == origin.noun or verb_pattern(new).search(seen):
             return None
-        name = _IDENT_WORD.sub(lambda m: styled(new, m.group(0)) if m.group(0).lower() == origin.verb
-                               else m.group(0), tool["name"])
+        name = swap_word(tool["name"], origin.verb, new)
         if name == tool["name"] or name in names:
             return None
         description = verbs.sub(lambda m: styled(I.third_person(new) if m.group(0).lower() != origin.verb
@@ -1038,6 +1036,12 @@ def rename_text(text, singular, new):
         article = "an" if word[:1].lower() in "aeiou" else "a"
         return styled(article, m.group(1)) + " " + word
     return noun_pattern(singular).sub(swap, text)
+
+
+def swap_word(name, word, new):
+    """A tool name with every word that is `word` (in any case) replaced by `new` in its case:
+    polish_kettle -> polish_ladle, kettle.polish -> kettle.scrub, PolishKettle -> ScrubKettle."""
+    return _IDENT_WORD.sub(lambda m: styled(new, m.group(0)) if m.group(0).lower() == word else m.group(0), name)
 
 
 def rename_identifier(name, singular, new, flip=False):
