@@ -330,7 +330,7 @@ class Shares:
     verb_misses: float = _share(
         "share of the near misses of invented tools (--near-twins) that keep the noun and take another verb "
         "(\"stack the aquarium\" against aquarium.unwrap) instead of another noun, where every request calling "
-        "the tool names its verb (Generator.near_miss; docs/training-data.md, \"Near misses by verb\"; "
+        "the tool names its verb (Generator.verb_miss; docs/training-data.md, \"Near misses by verb\"; "
         "default 0: the noun changes)",
         ("near_twins",), "it changes the near misses")
 
@@ -784,7 +784,7 @@ class Generator:
         names = {t["name"] for t in twin.tools + group.tools}
         if isinstance(origin, I.InventedTool):
             if self.chance(self.shares.verb_misses):
-                return self.verb_miss(tool, origin, callers, twin, seen, names)
+                return self.verb_miss(group, tool, origin, callers, twin, seen, names)
             if not all(either_number(origin.noun).search(ex["query"].lower()) for ex in callers):
                 return None
             new = self.invent(self.vocab[group.spec.invented_held], verb=origin.verb).noun
@@ -810,8 +810,9 @@ class Generator:
             return None
         return missed, NearMiss(missed["name"])
 
-    def verb_miss(self, tool, origin, callers, twin, seen, names):
-        """The near miss by verb of an invented `tool` (near_miss with the share verb_misses): its noun,
+    def verb_miss(self, group, tool, origin, callers, twin, seen, names):
+        """The near miss by verb of an invented `tool` of `group` (near_miss with the share verb_misses,
+        which passes the requests calling it, the words and names of the prompt): its noun,
         description frame and parameters with another verb, in its name and description ("stack the
         aquarium" against aquarium.unwrap, "Unwraps the given aquarium."), or None when a request
         calling it does not name its verb (a noun request: "the aquarium?"), the new verb is in the
@@ -819,7 +820,7 @@ class Generator:
         verbs = verb_pattern(origin.verb)
         if not all(verbs.search(ex["query"]) for ex in callers):
             return None
-        new = self.invent(self.vocab[self.last_group.spec.invented_held], noun=origin.noun).verb
+        new = self.invent(self.vocab[group.spec.invented_held], noun=origin.noun).verb
         if new == origin.noun or verb_pattern(new).search(seen):
             return None
         name = swap_word(tool["name"], origin.verb, new)
