@@ -9,7 +9,7 @@
 import { createEngine, EngineError, loadToolcall, ToolcallError } from './engine/needle.mjs';
 import { archiveResponse, ArchiveError, cachedCopy, checkedStream, deleteCopy, formatBytes, progressText, storeCopy } from './ui/download.mjs';
 import { Conversation, readToolResult, sendsOnKey, statsText } from './ui/session.mjs';
-import { defaults, loadSettings, samplingFields, sanitize, saveSettings } from './ui/settings.mjs';
+import { defaults, loadSettings, modelFields, samplingFields, sanitize, saveSettings } from './ui/settings.mjs';
 import { memoryShortfall, missingCapability } from './ui/support.mjs';
 import { addResultForm, addTurn } from './ui/turns.mjs';
 
@@ -437,7 +437,7 @@ async function run(message, sent) {
   state.stopping = false;
   updateButtons();
   const turn = addTurn($('turns'), sent);
-  const fields = { tools: $('tools').value, ...samplingFields(state.settings) };
+  const fields = { tools: $('tools').value, ...samplingFields(state.settings), ...modelFields(state.open) };
   const request = state.conversation.request(message, fields);
   const threads = state.settings.threads;
   const t0 = performance.now();

@@ -24,7 +24,8 @@ const char* kUsage =
     "usage: needle-run --archive FILE --tools TOOLS.json [--system TEXT] [--history FILE]\n"
     "                  [--seed S] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
     "                  [--repeat-penalty R] [--repeat-window N] [--max-tokens N] [--no-constrain]\n"
-    "                  [--no-heads] [--act a8|f32] [--kv int8|f32] [--stream] \"request\"\n"
+    "                  [--no-heads] [--no-call-bias B] [--act a8|f32] [--kv int8|f32] [--stream]\n"
+    "                  \"request\"\n"
     "       needle-run --archive FILE --batch FILE [--act a8|f32] [--kv int8|f32]\n"
     "\n"
     "Runs one tool-call request on the C++ reference step with the tool-call session of the page\n"
@@ -46,6 +47,8 @@ const char* kUsage =
     "  --max-tokens N       reply tokens at most, sampled and forced (default 256)\n"
     "  --no-constrain       plain sampling: no mask, no forced fragments (the reply is still read)\n"
     "  --no-heads           do not rank tools or give confidence with the probe heads\n"
+    "  --no-call-bias B     added to the log-odds of answering [] where the call list opens\n"
+    "                       (docs/toolcall.md, \"The no-call bias\"; default 0, -100 .. 100)\n"
     "  sampling             greedy unless --temperature > 0, as needle-ref and the engine:\n"
     "  --temperature T, --top-k K, --top-p P, --min-p P, --repeat-penalty R, --repeat-window N\n"
     "  --seed S             the generator's seed, 0 .. 2^64-1 (default 0)\n"
@@ -95,6 +98,10 @@ Request requestFromFlags(cli::Args& args, const std::string& toolsPath) {
   r.maxTokens = static_cast<uint32_t>(maxTokens);
   r.constrain = !args.flag("--no-constrain");
   r.useHeads = !args.flag("--no-heads");
+  r.noCallBias = cli::parseReal(args.option("--no-call-bias", "0"), "--no-call-bias");
+  if (std::fabs(r.noCallBias) > kNoCallBiasLimit)
+    throw cli::UsageError("--no-call-bias must be from -" + std::to_string(kNoCallBiasLimit) + " to " +
+                          std::to_string(kNoCallBiasLimit));
   r.sampling.temperature = cli::parseReal(args.option("--temperature", "0"), "--temperature");
   r.sampling.topK = cli::parseU32(args.option("--top-k", "0"), "--top-k");
   r.sampling.topP = cli::parseReal(args.option("--top-p", "1"), "--top-p");

@@ -270,6 +270,10 @@ Request parseRequest(const Value& v) {
       r.seed = seedOf(x);
     } else if (k == "use_heads") {
       r.useHeads = boolOf(x, k);
+    } else if (k == "no_call_bias") {
+      r.noCallBias = realOf(x, k);
+      if (std::fabs(r.noCallBias) > kNoCallBiasLimit)
+        badKey(k, "must be a number from -" + str(kNoCallBiasLimit) + " to " + str(kNoCallBiasLimit));
     } else {
       throw Error("request: unknown key " + json::quoteReadable(k));
     }
@@ -394,6 +398,11 @@ struct Session::Run {
   bool inCall = false;
   double callLogprobSum = 0;
   uint32_t callLogprobCount = 0;
+  // The no-call decision (§8.4): the call block's text so far and which way the list went.
+  enum class ListChoice : uint8_t { Open, Empty, Calls };
+  ListChoice listChoice = ListChoice::Open;
+  std::string callText;               // the call block's first bytes (after <tool_call>; 2 suffice)
+  std::vector<uint32_t> choiceMask;
 
   Run(const SessionModel& m, Backend& b, const Request& r, std::optional<Prefix>& p)
       : model(m), backend(b), req(r), prefix(p) {}
@@ -491,6 +500,7 @@ struct Session::Run {
       callLogprobSum += static_cast<double>(logprob);
       ++callLogprobCount;
     }
+    if (inCall && callText.size() < 2) callText += model.tokenizer().pieceBytes(id);
     if (id == markerId(Marker::ToolCall)) inCall = true;
     if (id == markerId(Marker::ToolCallEnd)) inCall = false;
     const std::string delta = stream.push(model.tokenizer().pieceBytes(id));
@@ -620,6 +630,46 @@ struct Session::Run {
     if (any) vocabMask = std::move(kept);
   }
 
+  // Whether drawing `id` after the call block's text so far closes the list empty (`[]`).
+  bool closesEmpty(uint32_t id) const {
+    std::string text = callText;
+    for (Symbol s : model.table().symbols(id)) {
+      if (isMarker(s)) break;
+      text += static_cast<char>(s);
+    }
+    return text.size() >= 2 && text[0] == '[' && text[1] == ']';
+  }
+
+  // log of the summed probabilities of `ids` (the backend's logprob: no mask, temperature 1).
+  double logProbOf(const std::vector<uint32_t>& ids) {
+    std::vector<double> lp;
+    for (uint32_t id : ids) lp.push_back(static_cast<double>(backend.logprob(id)));
+    const double best = *std::max_element(lp.begin(), lp.end());
+    if (!std::isfinite(best)) return best;
+    double sum = 0;
+    for (double x : lp) sum += std::exp(x - best);
+    return best + std::log(sum);
+  }
+
+  // The no-call bias (docs/toolcall.md §8.4): at a draw where the call list is still open (the call
+  // block so far is "" or "[") and the mask allows both a token that closes it empty and one that
+  // does not, the list is empty when log P(empty) + bias > log P(calls), each side the summed
+  // probability of its allowed tokens; the draw (and, after a lone "[", the next one) then keeps
+  // only that side's tokens. Bias 0 leaves the mask alone: the plain draw of §8 step 7.
+  const uint32_t* applyNoCallBias(const uint32_t* mask) {
+    if (req.noCallBias == 0 || !inCall || listChoice == ListChoice::Empty) return mask;
+    if (!(callText.empty() || callText == "[")) return mask;
+    std::vector<uint32_t> empty, calls;
+    for (uint32_t id = 0; id < model.table().vocabSize(); ++id)
+      if (maskAllows(mask, id)) (closesEmpty(id) ? empty : calls).push_back(id);
+    if (empty.empty() || calls.empty()) return mask;  // no choice here (or none left by the budget)
+    if (listChoice == ListChoice::Open)
+      listChoice = logProbOf(empty) + req.noCallBias > logProbOf(calls) ? ListChoice::Empty : ListChoice::Calls;
+    choiceMask.assign(maskWords(model.vocab()), 0);
+    for (uint32_t id : listChoice == ListChoice::Empty ? empty : calls) maskAllow(choiceMask.data(), id);
+    return choiceMask.data();
+  }
+
   // The reply, token by token (docs/toolcall.md, "The session", step 7).
   void generate() {
     const uint32_t imEnd = markerId(Marker::ImEnd), eos = model.tokenizer().spec().eos_id;
@@ -638,7 +688,7 @@ struct Session::Run {
           if (fed == Forced::Fed) continue;
         }
         // After a Nothing, `forced` is the held-back token's text: the draw must spell all of it.
-        mask = budgetMask(forced);
+        mask = applyNoCallBias(budgetMask(forced));
         env.constraintMs += backend.nowMs() - c0;
       }
       const uint32_t id = backend.sample(mask);

@@ -110,6 +110,9 @@ class SessionModel {
   uint32_t byteIds_[256];
 };
 
+// |no_call_bias| at most: a log-odds shift past it leaves no decision to the model.
+constexpr uint32_t kNoCallBiasLimit = 100;
+
 // One request (docs/toolcall.md, "The request"; parseRequest reads its JSON form).
 struct Request {
   std::vector<Tool> tools;      // parsed: every tool error is found before anything runs
@@ -121,6 +124,7 @@ struct Request {
   SamplerOptions sampling;      // greedy by default
   uint64_t seed = 0;
   bool useHeads = true;         // rank tools (more than 5, contrastive head) and give confidence
+  float noCallBias = 0;         // added to the log-odds of an empty call list at its decision (§8.4)
 };
 
 // Reads a request's JSON text. Error naming the key and the problem ("request: "max_tokens" must be

@@ -76,3 +76,11 @@ export function saveSettings(storage, settings) {
 export function samplingFields(s) {
   return { max_tokens: s.maxTokens, temperature: s.temperature, top_p: s.topP, seed: s.seed, constrain: s.constrained };
 }
+
+// The request fields the open model sets: a listed model's calibrated no-call bias (its models.json
+// `no_call_bias`, docs/toolcall.md §8.4) when it has one; an archive opened from a file or an address
+// has none.
+export function modelFields(model) {
+  const bias = model?.no_call_bias;
+  return typeof bias === 'number' && Number.isFinite(bias) && bias !== 0 ? { no_call_bias: bias } : {};
+}

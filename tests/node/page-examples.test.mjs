@@ -10,9 +10,11 @@ import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 
 import { toolcallPath, withEngine } from './helpers/engine.mjs';
-import { shippedPath, toolsets } from './helpers/page.mjs';
+import { modelFields } from '../../site/ui/settings.mjs';
+import { shipped, shippedPath, toolsets } from './helpers/page.mjs';
 
-// The fields the page sends with its default settings (site/ui/settings.mjs samplingFields).
+// The fields the page sends with its default settings (site/ui/settings.mjs samplingFields; and
+// modelFields, the shipped model's no-call bias).
 const DEFAULTS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constrain: true };
 
 const skip = !fs.existsSync(toolcallPath) ? `needs ${toolcallPath}`
@@ -24,7 +26,8 @@ test('every ready tool set\'s example request gives the calls toolsets.json list
     const out = [];
     for (const set of toolsets) {
       // the tools as the page's editor sends them: the JSON text of the set
-      const envelope = await engine.complete({ tools: JSON.stringify(set.tools, null, 2), request: set.example.request, history: [], ...DEFAULTS });
+      const envelope = await engine.complete({ tools: JSON.stringify(set.tools, null, 2), request: set.example.request, history: [],
+        ...DEFAULTS, ...modelFields(shipped) });
       // calls in order; each one's arguments member by member, in any order
       if (!envelope.success || !isDeepStrictEqual(envelope.function_calls, set.example.calls))
         out.push(`${set.id}: "${set.example.request}" -> ${envelope.text}`);

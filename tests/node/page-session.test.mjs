@@ -9,13 +9,15 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
 
+import { modelFields } from '../../site/ui/settings.mjs';
 import { withEngine } from './helpers/engine.mjs';
 import { lastTurn, openListed, pageSkip, screenshot, send, shipped, shippedPath, toolsets, withPage } from './helpers/page.mjs';
 
 const file = path.basename(shipped.url);
 
-// The request the page sends for the settings below (site/ui/settings.mjs samplingFields).
-const SETTINGS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constrain: true };
+// The request the page sends for the settings below (site/ui/settings.mjs samplingFields), with the
+// shipped model's no-call bias (modelFields).
+const SETTINGS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constrain: true, ...modelFields(shipped) };
 
 test('a two-turn session with a tool result, each reply the Node engine\'s; Clear; the Enter key', { skip: pageSkip, timeout: 900000 }, async () => {
   const set = toolsets[0];

@@ -15,7 +15,7 @@ import Ajv from 'ajv';
 import { loadToolcall } from '../../site/engine/needle.mjs';
 import { ArchiveError, checkedStream, progressOf, progressText } from '../../site/ui/download.mjs';
 import { Conversation, readToolResult, sendsOnKey, statsText } from '../../site/ui/session.mjs';
-import { defaultThreads, defaults, loadSettings, samplingFields, saveSettings, SETTINGS_KEY } from '../../site/ui/settings.mjs';
+import { defaultThreads, defaults, loadSettings, modelFields, samplingFields, saveSettings, SETTINGS_KEY } from '../../site/ui/settings.mjs';
 import { Sha256 } from '../../site/ui/sha256.mjs';
 import { memoryShortfall, missingCapability } from '../../site/ui/support.mjs';
 import { root, toolcallPath } from './helpers/engine.mjs';
@@ -119,6 +119,13 @@ test('settings: defaults (threads three quarters of the cores, 1 to 16), every f
     { threads: 16, temperature: 0, topP: 1, maxTokens: 256, seed: '0', constrained: true });
   assert.deepEqual(samplingFields(kept), { max_tokens: 64, temperature: 0.7, top_p: 0.9, seed: '18446744073709551615', constrain: false });
   assert.equal(saveSettings({ setItem: () => { throw new Error('quota'); } }, kept), false);
+});
+
+test('the open model\'s fields: a listed model\'s no-call bias, nothing for an archive of one\'s own', () => {
+  assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: 1.5 }), { no_call_bias: 1.5 });
+  assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: -0.5 }), { no_call_bias: -0.5 });
+  for (const model of [{ name: 'x.cact', bytes: 10 }, { no_call_bias: 0 }, { no_call_bias: '1' }, { no_call_bias: NaN }, null, undefined])
+    assert.deepEqual(modelFields(model), {}, JSON.stringify(model));
 });
 
 test('the conversation: history sent with each request, tool results, continuing without a new message', () => {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 
 import { ensureWasm, root, tempPath, tool, toolcallPath } from './helpers/engine.mjs';
+import { shipped } from './helpers/page.mjs';
 
 const archive = process.env.NEEDLE_SHIPPED_ARCHIVE ?? path.join(root, 'models', 'needlework-tools.cact');
 const fixture = path.join(root, 'tests', 'fixtures', 'heldout-10.jsonl');
@@ -31,6 +32,8 @@ test('the fixture: ten held-out requests (4 of A, 3 of B, 3 of C), each gold cal
   for (const c of cases) {
     assert.ok(c.id.startsWith(`${c.split}-`), c.id);
     assert.equal(typeof c.request.request, 'string');
+    // asked as the page asks it: with the shipped model's no-call bias from models.json (or none)
+    assert.equal(c.request.no_call_bias ?? 0, shipped.no_call_bias ?? 0, `${c.id}: no_call_bias`);
     const offered = new Set(c.request.tools.map((t) => t.name));
     for (const call of c.gold) assert.ok(offered.has(call.name), `${c.id}: ${call.name} is not offered`);
     if (c.split === 'C') assert.deepEqual(c.gold, [], `${c.id}: split C requests call nothing`);

@@ -338,6 +338,8 @@ class ExactMatch(unittest.TestCase):
         self.assertEqual(evaluate.request_of(ex, 99), {"tools": TOOLS[:1], "request": "Set a timer", "max_tokens": 99})
         ex["system"] = "locale: en-GB"
         self.assertEqual(evaluate.request_of(ex, 99)["system"], "locale: en-GB")
+        self.assertNotIn("no_call_bias", evaluate.request_of(ex, 99, 0.0))
+        self.assertEqual(evaluate.request_of(ex, 99, 1.5)["no_call_bias"], 1.5)
 
 
 class Evaluation(unittest.TestCase):
@@ -406,6 +408,59 @@ class Evaluation(unittest.TestCase):
                 self.assertGreater(results["timing"][engine]["mean_prompt_tokens"], 0)
             self.assertTrue(os.path.exists(os.path.join(out, "mismatches.md")))
             self.assertEqual(results["archive"]["bytes"], os.path.getsize(archive))
+
+
+class Calibration(unittest.TestCase):
+    """calibrate.py on a random tiny model: the validation range, one needle-run evaluation per bias, the
+    best total chosen, and evaluate.py taking it from beside the archive."""
+
+    def test_the_bias_with_the_most_validation_matches_is_the_archives(self):
+        import calibrate
+        import contextlib
+        import io
+        import evaluate
+        build = os.path.dirname(PATHS["bin"])
+        spm = os.path.join(PATHS["models"], "needle-test.model")
+        net = random_model('{"base": "tiny", "vocab": 8192}', seed=5)
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = os.path.join(tmp, "model.cact")
+            parity.pack(PATHS["bin"], net, BITS_MAP, archive, spm)
+            data = os.path.join(tmp, "data")
+            os.makedirs(data)
+            gold = {"A": [{"name": "set_timer", "arguments": {"minutes": 12}}],
+                    "B": [{"name": "lights.toggle", "arguments": {"room": "hall", "on": False}}], "C": []}
+            for split, calls in gold.items():
+                with open(os.path.join(data, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+                    for k, query in enumerate(["not asked", "Set a pasta timer for 12 minutes", "Hall lights off"]):
+                        ex = {"id": f"{split}-{k:06d}", "split": split, "family": "timer", "system": "",
+                              "tools": TOOLS, "query": query, "calls": calls}
+                        f.write(json.dumps(ex) + "\n")
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                self.assertEqual(calibrate.main(["--archive", archive, "--data", data, "--build", build,
+                                                 "--skip", "1", "--count", "2", "--biases", "100,0"]), 0)
+            out = os.path.join(tmp, "calibration")
+            with open(os.path.join(out, "calibration.json"), encoding="utf-8") as f:
+                calibration = json.load(f)
+            self.assertEqual((calibration["skip"], calibration["count"]), (1, 2))
+            # At 100 every reply is [] (the two of C right, none of A or B); at 0 whatever the model says.
+            self.assertEqual(calibration["by_bias"]["100"], {"A": 0, "B": 0, "C": 2, "total": 2})
+            for bias in ("0", "100"):
+                with open(os.path.join(out, f"bias-{bias}", "results.json"), encoding="utf-8") as f:
+                    results = json.load(f)
+                self.assertEqual(results["skip"], 1)
+                self.assertEqual(results["no_call_bias"], float(bias))
+                self.assertEqual(calibration["by_bias"][bias], calibrate.exact_by_split(results))
+                with open(os.path.join(out, f"bias-{bias}", "requests.jsonl"), encoding="utf-8") as f:
+                    asked = [json.loads(line)["request"] for line in f]
+                self.assertEqual(asked, ["Set a pasta timer for 12 minutes", "Hall lights off"] * 3)
+            totals = {float(b): row["total"] for b, row in calibration["by_bias"].items()}
+            best = max(sorted(totals), key=lambda b: totals[b])  # the smaller on a tie
+            self.assertEqual(calibration["no_call_bias"], best)
+            self.assertIn("<- chosen", printed.getvalue())
+            self.assertEqual(evaluate.calibrated_bias(archive)[0], best)
+            with open(archive, "ab") as f:  # another archive: its calibration is not this one's
+                f.write(b"\0")
+            self.assertEqual(evaluate.calibrated_bias(archive), (0.0, "none"))
 
 
 def main() -> int:

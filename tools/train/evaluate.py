@@ -3,12 +3,14 @@
 
     /usr/bin/python3 tools/train/evaluate.py [--archive build/train/needlework-tools.cact]
         [--checkpoint build/train/checkpoint.pt] [--tokenizer build/train/tokenizer/tokenizer.model]
-        [--data build/train/data] [--build build] [--out build/eval] [--count 500]
+        [--data build/train/data] [--build build] [--out build/eval] [--count 500] [--skip 0]
         [--engines float,needle-run,wasm[,needle-run-f32,float-nosink]] [--max-tokens 256]
+        [--no-call-bias B]
 
-For each split (A, B, C: the first --count examples of DATA/{split}.jsonl) every example becomes the
-tool-call session's request (its tools, query and system turn; greedy, constrained, --max-tokens),
-and every engine answers all of them through the one C++ session (docs/toolcall.md):
+For each split (A, B, C: the first --count examples of DATA/{split}.jsonl after the first --skip)
+every example becomes the tool-call session's request (its tools, query and system turn; greedy,
+constrained, --max-tokens, and --no-call-bias when it is not 0), and every engine answers all of them
+through the one C++ session (docs/toolcall.md):
 
     float           the checkpoint's float weights (decode.py) in the session of libneedle_toolcall.so
     needle-run      `needle-run --batch` on the archive: A8 activations, int8 KV (the engine's numerics)
@@ -74,8 +76,8 @@ def parse_exact(text: str):
     return json.loads(text, parse_float=Decimal, parse_int=Decimal)
 
 
-def load_split(path: str, count: int) -> list:
-    """The first `count` examples of a split: [(example, gold calls parsed exactly)]."""
+def load_split(path: str, count: int, skip: int = 0) -> list:
+    """`count` examples of a split after its first `skip`: [(example, gold calls parsed exactly)]."""
     if not os.path.exists(path):
         raise SystemExit(f"{path} is missing: make the data (tools/train/data.py, or npm run train)")
     out = []
@@ -83,7 +85,7 @@ def load_split(path: str, count: int) -> list:
         for number, line in enumerate(f, 1):
             if len(out) == count:
                 break
-            if not line.strip():
+            if not line.strip() or number <= skip:
                 continue
             try:
                 out.append((json.loads(line), parse_exact(line)["calls"]))
@@ -92,11 +94,28 @@ def load_split(path: str, count: int) -> list:
     return out
 
 
-def request_of(example: dict, max_tokens: int) -> dict:
-    """The session's request JSON (docs/toolcall.md §9) for an example: greedy and constrained."""
+def calibrated_bias(archive: str) -> tuple[float, str]:
+    """The no-call bias calibrate.py chose for this archive (calibration/calibration.json beside it,
+    when its sha256 is the archive's) and where it came from; (0, "none") when there is none."""
+    path = os.path.join(os.path.dirname(os.path.abspath(archive)), "calibration", "calibration.json")
+    if not os.path.exists(path):
+        return 0.0, "none"
+    with open(path, encoding="utf-8") as f:
+        calibration = json.load(f)
+    if calibration.get("archive", {}).get("sha256") != file_facts(archive)["sha256"]:
+        say(f"{path} is another archive's calibration: no-call bias 0")
+        return 0.0, "none"
+    return float(calibration["no_call_bias"]), os.path.relpath(path)
+
+
+def request_of(example: dict, max_tokens: int, no_call_bias: float = 0.0) -> dict:
+    """The session's request JSON (docs/toolcall.md §9) for an example: greedy and constrained, with
+    the no-call bias (§8.4) when it is not 0."""
     request = {"tools": example["tools"], "request": example["query"], "max_tokens": max_tokens}
     if example.get("system"):
         request["system"] = example["system"]
+    if no_call_bias:
+        request["no_call_bias"] = no_call_bias
     return request
 
 
@@ -402,7 +421,8 @@ def fixture_suggestion(items: list, outputs: dict) -> list:
 
 def table(results: dict) -> str:
     engines = list(results["exact_match"])
-    lines = ["exact match     " + "".join(f"{e:>18}" for e in engines)]
+    lines = [f"no-call bias {results['no_call_bias']:g}"] if results.get("no_call_bias") else []
+    lines.append("exact match     " + "".join(f"{e:>18}" for e in engines))
     for split in SPLITS:
         cells = []
         for e in engines:
@@ -518,14 +538,19 @@ def say(*a) -> None:
 
 def write_fixture(args) -> int:
     """--write-fixture: the examples --ids names (default: OUT/results.json's fixture_suggestion, the
-    last evaluation's choice) from the splits' files, as the shipped-model fixture."""
+    last evaluation's choice) from the splits' files, as the shipped-model fixture, their requests with
+    --no-call-bias (default: that evaluation's)."""
     ids = [i for i in args.ids.split(",") if i]
-    if not ids:
-        results = os.path.join(args.out, "results.json")
+    results = os.path.join(args.out, "results.json")
+    if not ids or args.no_call_bias is None:
         if not os.path.exists(results):
-            raise SystemExit(f"--write-fixture: give --ids, or evaluate first ({results} is missing)")
+            raise SystemExit(f"--write-fixture: give --ids and --no-call-bias, or evaluate first ({results} is missing)")
         with open(results, encoding="utf-8") as f:
-            ids = json.load(f)["fixture_suggestion"]
+            last = json.load(f)
+        if args.no_call_bias is None:
+            args.no_call_bias = last.get("no_call_bias", 0.0)
+    if not ids:
+        ids = last["fixture_suggestion"]
         if len(ids) != 10:
             raise SystemExit(f"--write-fixture: {results} suggests {len(ids)} examples, not 10 "
                              "(too few right answers to choose from); give --ids")
@@ -541,7 +566,7 @@ def write_fixture(args) -> int:
         for i in ids:
             ex = found[i]
             line = {"id": i, "split": ex["split"], "family": ex["family"],
-                    "request": request_of(ex, args.max_tokens), "gold": ex["calls"]}
+                    "request": request_of(ex, args.max_tokens, args.no_call_bias), "gold": ex["calls"]}
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
     say(f"wrote {len(ids)} examples to {args.write_fixture}")
     return 0
@@ -558,10 +583,15 @@ def parse_args(argv=None):
                     "engine.wasm, toolcall.mjs")
     ap.add_argument("--out", default="build/eval", help="output directory (default build/eval)")
     ap.add_argument("--count", type=int, default=500, help="requests per split (default 500)")
+    ap.add_argument("--skip", type=int, default=0, help="start after the first SKIP examples of each split "
+                    "(default 0; calibrate.py's validation range starts at 500)")
     ap.add_argument("--splits", default="A,B,C", help="which splits (default A,B,C)")
     ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
                     help=f"comma list of {', '.join(ENGINES)} (default {','.join(DEFAULT_ENGINES)})")
     ap.add_argument("--max-tokens", type=int, default=256, help="reply tokens at most (default 256)")
+    ap.add_argument("--no-call-bias", type=float, default=None, help="the requests' no_call_bias "
+                    "(docs/toolcall.md, \"The no-call bias\"; default: calibrate.py's for this archive, from "
+                    "calibration/calibration.json beside it when its sha256 is the archive's, else 0)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads of the float model when it runs "
                     "alone (default 2; 1 beside needle-run-f32)")
     ap.add_argument("--write-fixture", metavar="FILE", help="write the examples --ids names as the fixture")
@@ -575,8 +605,8 @@ def parse_args(argv=None):
     args.splits = [s for s in args.splits.split(",") if s]
     if any(s not in SPLITS for s in args.splits):
         ap.error(f"--splits: choose from {', '.join(SPLITS)}")
-    if args.count < 1 or args.max_tokens < 1:
-        ap.error("--count and --max-tokens must be at least 1")
+    if args.count < 1 or args.max_tokens < 1 or args.skip < 0:
+        ap.error("--count and --max-tokens must be at least 1, --skip at least 0")
     return args
 
 
@@ -590,14 +620,19 @@ def main(argv=None) -> int:
         if not os.path.exists(path):
             raise SystemExit(f"{what} {path} does not exist (npm run train makes it)")
     os.makedirs(args.out, exist_ok=True)
+    source = "--no-call-bias"
+    if args.no_call_bias is None:
+        args.no_call_bias, source = calibrated_bias(args.archive)
+    if abs(args.no_call_bias) > 100:
+        raise SystemExit(f"--no-call-bias {args.no_call_bias:g}: must be from -100 to 100")
 
     items = []  # (split, example, gold parsed exactly)
     for split in args.splits:
-        examples = load_split(os.path.join(args.data, f"{split}.jsonl"), args.count)
+        examples = load_split(os.path.join(args.data, f"{split}.jsonl"), args.count, args.skip)
         if len(examples) < args.count:
             say(f"{split}: only {len(examples)} examples (asked for {args.count})")
         items += [(split, ex, gold) for ex, gold in examples]
-    requests = [request_of(ex, args.max_tokens) for _s, ex, _g in items]
+    requests = [request_of(ex, args.max_tokens, args.no_call_bias) for _s, ex, _g in items]
     requests_path = os.path.join(args.out, "requests.jsonl")
     with open(requests_path, "w", encoding="utf-8") as f:
         for r in requests:
@@ -628,8 +663,9 @@ def main(argv=None) -> int:
 
     results = {"archive": file_facts(args.archive),
                "checkpoint": file_facts(args.checkpoint) if floats else None,
-               "data": os.path.abspath(args.data), "count_per_split": args.count,
-               "max_tokens": args.max_tokens, "engines": list(outputs),
+               "data": os.path.abspath(args.data), "count_per_split": args.count, "skip": args.skip,
+               "max_tokens": args.max_tokens, "no_call_bias": args.no_call_bias, "no_call_bias_from": source,
+               "engines": list(outputs),
                "commands": {e: engine_command(e, args, requests_path) for e in outputs if not e.startswith("float")}}
     results.update(score(items, outputs))
     results["verdict"] = verdict(results)

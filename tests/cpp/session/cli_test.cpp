@@ -102,6 +102,20 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   REQUIRE(f32.status == 0);
   REQUIRE(needle::json::compact(*needle::json::parse(f32.out).find("confidence")) !=
           needle::json::compact(*v.find("confidence")));
+
+  // --no-call-bias reaches the session: the session's envelope for the same bias, and at 100 no call
+  // (at -100 micro's random weights think until the budget leaves only `[]`).
+  for (const float bias : {100.0f, -100.0f}) {
+    const Result b = run(dir, "--archive " + archive + " --tools " + tools + " --temperature 1 --seed 42 --no-call-bias " +
+                                  std::to_string(bias) + " " + quote("What's the weather in Paris?"));
+    REQUIRE(b.status == 0);
+    request.noCallBias = bias;
+    REQUIRE(essence(b.out) == essence(tc::envelopeJson(session.complete(native, request))));
+    if (bias > 0) REQUIRE(needle::json::compact(*needle::json::parse(b.out).find("function_calls")) == "[]");
+  }
+  const Result far = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-bias 101 hi");
+  REQUIRE(far.status == 2);
+  REQUIRE(far.err.find("--no-call-bias must be from -100 to 100") != std::string::npos);
 }
 
 TEST_CASE("needle-run --history and --batch", "[session][cli]") {

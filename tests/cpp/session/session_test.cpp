@@ -3,6 +3,7 @@
 // the pinned tools, the contrastive ranking and the confidence recomputed independently, plain
 // sampling, a conversation with a tool result; the request reader and the envelope writer.
 #include <cmath>
+#include <optional>
 
 #include "fixture.hpp"
 #include "heads.hpp"
@@ -306,6 +307,111 @@ TEST_CASE("confidence is the lesser of the head's sigmoid and the mean call-toke
   REQUIRE(withCall == 3);  // replies whose call tokens were sampled, not only forced
 }
 
+namespace {
+
+// Records, at every draw, the reply's text so far and the mask it was drawn from; never draws
+// <think> (micro's random weights think until the budget closes the list, leaving no choice).
+struct DrawRecordingBackend : RecordingBackend {
+  DrawRecordingBackend(const Loaded& l)
+      : RecordingBackend(l), vocab(l.session->vocab()), think(l.session->table().markerId(tc::Marker::Think)) {}
+  struct Draw {
+    std::string textBefore;
+    std::vector<uint32_t> mask;
+  };
+  uint32_t sample(const uint32_t* mask) override {
+    draws.push_back({streamed, std::vector<uint32_t>(mask, mask + needle::maskWords(vocab))});
+    std::vector<uint32_t> noThink = draws.back().mask;
+    noThink[think >> 5] &= ~(1u << (think & 31));
+    return RecordingBackend::sample(noThink.data());
+  }
+  uint32_t vocab, think;
+  std::vector<Draw> draws;
+};
+
+// log P(empty list) - log P(calls) at the first draw where the call list is open and the mask
+// allows both, worked out here from the token pieces and the Reference's logits; nullopt if the
+// reply had no such draw.
+std::optional<double> emptyMinusCalls(const Loaded& l, const tc::Request& r, const tc::Envelope& env,
+                                      const DrawRecordingBackend& backend) {
+  const std::vector<uint32_t> prompt = expectedPrompt(l, r, r.tools);
+  needle::ReferenceOptions o;
+  o.a8 = true;
+  o.sink = env.pinnedTokens;
+  size_t drawn = 0;  // draws seen so far, walking the reply
+  const std::string open = "<tool_call>";
+  for (size_t i = 0; i < env.replyIds.size() && drawn < backend.draws.size(); ++i) {
+    if (backend.forced[i]) continue;
+    const auto& d = backend.draws[drawn++];
+    const size_t at = d.textBefore.rfind(open);
+    if (at == std::string::npos) continue;
+    const std::string tail = d.textBefore.substr(at + open.size());
+    if (tail != "" && tail != "[") continue;
+    std::vector<uint32_t> empty, calls;
+    for (uint32_t id = 0; id < l.session->table().vocabSize(); ++id) {
+      if (!needle::maskAllows(d.mask.data(), id)) continue;
+      const std::string text = tail + l.session->tokenizer().pieceBytes(id);
+      (text.rfind("[]", 0) == 0 ? empty : calls).push_back(id);
+    }
+    if (empty.empty() || calls.empty()) continue;
+    // The logits at this draw: the prompt and the reply's tokens before it, run again.
+    needle::Reference ref(l.model, o);
+    std::vector<float> logits;
+    for (size_t k = 0; k < prompt.size(); ++k) logits = ref.step(prompt[k], k + 1 == prompt.size());
+    for (size_t k = 0; k < i; ++k) logits = ref.step(env.replyIds[k], true);
+    auto logSum = [&](const std::vector<uint32_t>& ids) {
+      double s = 0;
+      for (uint32_t id : ids) s += std::exp(static_cast<double>(needle::logprob(logits, id)));
+      return std::log(s);
+    };
+    return logSum(empty) - logSum(calls);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("the no-call bias decides the list where it opens, at the log-odds worked out here", "[session]") {
+  const Loaded& l = micro();
+  tc::Session session(*l.session);
+  DrawRecordingBackend backend(l);
+  size_t decided = 0;
+  for (const char* text : {"What's the weather in Paris?", "set a timer for 5 minutes", "hello there"}) {
+    tc::Request r = request(text);
+    backend.clear();
+    backend.draws.clear();
+    const tc::Envelope plain = session.complete(backend, r);
+    checkConstrainedReply(l, r, plain, backend.streamed);
+    const std::optional<double> margin = emptyMinusCalls(l, r, plain, backend);
+    REQUIRE(margin);
+    // Just past the threshold either way: log P(empty) + bias against log P(calls).
+    for (const double step : {-0.01, 0.01}) {
+      r.noCallBias = static_cast<float>(-*margin + step);
+      backend.clear();
+      const tc::Envelope env = session.complete(backend, r);
+      checkConstrainedReply(l, r, env, backend.streamed);
+      INFO(text << ": margin " << *margin << ", bias " << r.noCallBias << ": " << env.text);
+      REQUIRE(env.calls.empty() == (step > 0));
+      ++decided;
+    }
+    // Far out: the decision is the bias's alone; a temperature does not change it.
+    for (const float bias : {-100.0f, 100.0f}) {
+      r.noCallBias = bias;
+      r.sampling.temperature = 1;
+      r.seed = 7;
+      backend.clear();
+      const tc::Envelope env = session.complete(backend, r);
+      checkConstrainedReply(l, r, env, backend.streamed);
+      REQUIRE(env.calls.empty() == (bias > 0));
+      r.sampling.temperature = 0;
+    }
+    // Bias 0 is no bias at all: the same reply as a request without it.
+    r.noCallBias = 0;
+    backend.clear();
+    REQUIRE(outcome(session.complete(backend, r)) == outcome(plain));
+  }
+  REQUIRE(decided == 6);
+}
+
 TEST_CASE("constrain off: plain sampling with the same draws as a loop over the Reference", "[session]") {
   const Loaded& l = micro();
   tc::Session session(*l.session);
@@ -373,7 +479,7 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   const tc::Request r = tc::parseRequest(
       R"({"tools":"[{\"name\":\"a\"}]","request":"hi","system":"date: today","max_tokens":12,"constrain":false,)"
       R"("temperature":0.7,"top_k":40,"top_p":0.9,"min_p":0.05,"repeat_penalty":1.1,"repeat_window":64,)"
-      R"("seed":"18446744073709551615","use_heads":false})");
+      R"("seed":"18446744073709551615","use_heads":false,"no_call_bias":-1.5})");
   REQUIRE(r.tools.size() == 1);
   REQUIRE(r.tools[0].name == "a");
   REQUIRE(*r.request == "hi");
@@ -388,6 +494,8 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   REQUIRE(r.sampling.repetitionWindow == 64);
   REQUIRE(r.seed == 18446744073709551615ull);
   REQUIRE(!r.useHeads);
+  REQUIRE(r.noCallBias == -1.5f);
+  REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallBias == 0);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":12345678901234567890})").seed == 12345678901234567890ull);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":1e3})").seed == 1000);
 
@@ -412,6 +520,9 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
         "request: \"seed\" must be an integer from 0 to 18446744073709551615");
   CHECK(error(R"({"tools":[],"request":"x","temperature":"hot"})") == "request: \"temperature\" must be a number");
   CHECK(error(R"({"tools":[],"request":"x","constrain":1})") == "request: \"constrain\" must be true or false");
+  CHECK(error(R"({"tools":[],"request":"x","no_call_bias":"more"})") == "request: \"no_call_bias\" must be a number");
+  CHECK(error(R"({"tools":[],"request":"x","no_call_bias":100.5})") ==
+        "request: \"no_call_bias\" must be a number from -100 to 100");
   CHECK(error(R"({"tools":{},"request":"x"})") ==
         "request: \"tools\" must be an array of tools or a string of tools JSON");
   CHECK(error(R"({"tools":"[{\"name\":\"a\",\n\"parameters\":{]","request":"x"})") ==
