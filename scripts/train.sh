@@ -118,6 +118,10 @@
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
 #              examples of A and a sequence longer than kv_window, without and with a sink
 #                                                                              -> build/train/parity.json
+#   calibrate  tools/train/calibrate.py: the archive's no-call bias, the one of 0, 0.5, 1, 1.5, 2 with
+#              the most exact matches in needle-run on the validation requests (the second half of
+#              each held-out split; the evaluation asks the first 500)
+#                                                                              -> build/train/calibration/calibration.json
 #   install    only with --install: the archive copied to models/needlework-tools.cact
 #
 # Environment: NEEDLE_BUILD_DIR (default build), NEEDLE_TRAIN_DIR (default build/train). For a quick
@@ -309,7 +313,7 @@ skipped() {
 build_tools() {
   bash scripts/setup.sh
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" -j"$jobs" --target needle-pack needle-info needle-ref needle_toolcall
+  cmake --build "$build" -j"$jobs" --target needle-pack needle-info needle-ref needle-run needle_toolcall
 }
 stage tools build_tools
 bin="$build/bin"
@@ -652,6 +656,20 @@ else
   stage parity check_parity
 fi
 
+# --- calibrate -----------------------------------------------------------------------------------
+# The validation requests: the second half of each held-out split (examples 501-1000 at the full size).
+calibration="$work/calibration/calibration.json"
+calibrate() {
+  local skip=$((eval_examples / 2))
+  "$python" tools/train/calibrate.py --archive "$archive" --data "$data" --build "$build" \
+    --skip $skip --count $((eval_examples - skip)) --out "$work/calibration" --jobs "$jobs"
+}
+if up_to_date "$calibration" "$archive" "$bin/needle-run" tools/train/calibrate.py tools/train/evaluate.py; then
+  skipped calibrate "$calibration"
+else
+  stage calibrate calibrate
+fi
+
 # --- install -------------------------------------------------------------------------------------
 if [ $install = 1 ]; then
   mkdir -p models
@@ -664,3 +682,5 @@ if [ $install = 1 ]; then
   fi
 fi
 echo "train: $archive ($(stat -c %s "$archive") bytes, sha256 $(sha256sum "$archive" | cut -c1-16)...)"
+echo "train: no-call bias $("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["no_call_bias"])' "$calibration")" \
+  "($calibration; site/models.json's no_call_bias for this archive)"
