@@ -1,8 +1,8 @@
 // The shipped archive, models/needlework-tools.cact (our trained model, `npm run train -- --install`),
 // makes exactly the gold call for ten held-out requests in both engines: needle-run (the C++ reference
 // with the engine's numerics) and needle-wasm --batch (engine.wasm with toolcall.wasm). The requests
-// are tests/fixtures/heldout-10.jsonl: 4 of split A, 3 of B and 3 of C with their gold calls (the
-// shipped model's right answers on C are all small talk: docs/model-card.md), written by
+// are tests/fixtures/heldout-10.jsonl: 4 of split A, 3 of B and 3 of C with their gold calls, asked
+// with the shipped model's no-call bias (site/models.json, as the page asks), written by
 // `tools/train/evaluate.py --write-fixture` from the generated splits (docs/evaluation.md). The
 // full evaluation is `npm run eval`. NEEDLE_SHIPPED_ARCHIVE=FILE checks another archive (a candidate
 // before it is installed).
