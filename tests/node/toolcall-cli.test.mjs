@@ -89,6 +89,9 @@ test('the same request and seed give the same envelope in needle-run and needle-
     // a string of tools (the way needle-wasm --tools passes them), and one unconstrained request
     lines.push({ tools: JSON.stringify([WEATHER]), request: 'Weather in Oslo?', temperature: 1, seed: 7, max_tokens: 64 });
     lines.push({ tools: [WEATHER, TIMER], request: 'Weather in Oslo?', temperature: 1, seed: 8, max_tokens: 64, constrain: false });
+    // the no-call bias decides the list from both engines' logprobs (docs/toolcall.md §8.4)
+    for (const [bias, temperature] of [[0.7, 0], [-2, 1], [3, 0.7]])
+      lines.push({ tools: [WEATHER, TIMER], request: 'Set a timer for 5 minutes', temperature, seed: 11, max_tokens: 96, no_call_bias: bias });
     const batch = file('parity.jsonl', lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
     for (const archive of [micro, small]) {
       const [native, wasm] = both(['--archive', archive, '--batch', batch]);
