@@ -342,6 +342,24 @@ class ExactMatch(unittest.TestCase):
         self.assertEqual(evaluate.request_of(ex, 99, 1.5)["no_call_bias"], 1.5)
 
 
+# The gold calls of the evaluation tests' tiny splits: A sets a timer, B turns the hall lights off, C
+# calls nothing.
+SPLIT_GOLD = {"A": [{"name": "set_timer", "arguments": {"minutes": 12}}],
+              "B": [{"name": "lights.toggle", "arguments": {"room": "hall", "on": False}}], "C": []}
+
+
+def write_splits(data: str, queries: list, first_system: str = "") -> None:
+    """DATA/{A,B,C}.jsonl: one example per query in each split, every one offering TOOLS with its
+    split's SPLIT_GOLD calls; the first example's system turn is `first_system`."""
+    os.makedirs(data)
+    for split, calls in SPLIT_GOLD.items():
+        with open(os.path.join(data, f"{split}.jsonl"), "w", encoding="utf-8") as f:
+            for k, query in enumerate(queries):
+                ex = {"id": f"{split}-{k:06d}", "split": split, "family": "timer", "system": "" if k else first_system,
+                      "tools": TOOLS, "query": query, "calls": calls}
+                f.write(json.dumps(ex) + "\n")
+
+
 class Evaluation(unittest.TestCase):
     """evaluate.py end to end on a random tiny model: a checkpoint, its archive, three small splits."""
 
@@ -360,15 +378,7 @@ class Evaluation(unittest.TestCase):
             archive = os.path.join(tmp, "model.cact")
             parity.pack(PATHS["bin"], net, BITS_MAP, archive, spm)
             data = os.path.join(tmp, "data")
-            os.makedirs(data)
-            gold = {"A": [{"name": "set_timer", "arguments": {"minutes": 12}}],
-                    "B": [{"name": "lights.toggle", "arguments": {"room": "hall", "on": False}}], "C": []}
-            for split, calls in gold.items():
-                with open(os.path.join(data, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-                    for k, query in enumerate(["Set a pasta timer for 12 minutes", "Hall lights off", "hi"]):
-                        ex = {"id": f"{split}-{k:06d}", "split": split, "family": "timer", "system": "" if k else "x",
-                              "tools": TOOLS, "query": query, "calls": calls}
-                        f.write(json.dumps(ex) + "\n")
+            write_splits(data, ["Set a pasta timer for 12 minutes", "Hall lights off", "hi"], first_system="x")
             out = os.path.join(tmp, "eval")
             argv = ["--archive", archive, "--checkpoint", checkpoint, "--data", data, "--build", build, "--out", out,
                     "--count", "2", "--max-tokens", "24", "--tokenizer", spm, "--threads", "1",
@@ -393,7 +403,7 @@ class Evaluation(unittest.TestCase):
                 self.assertEqual(len(envelopes), 6)
                 right = 0
                 for k, envelope in enumerate(envelopes):
-                    right += envelope["function_calls"] == gold["ABC"[k // 2]]
+                    right += envelope["function_calls"] == SPLIT_GOLD["ABC"[k // 2]]
                 figures = results["exact_match"][engine]
                 self.assertEqual([figures[s]["exact"]["total"] for s in "ABC"], [2, 2, 2])
                 self.assertEqual(sum(figures[s]["exact"]["count"] for s in "ABC"), right, engine)
@@ -426,15 +436,7 @@ class Calibration(unittest.TestCase):
             archive = os.path.join(tmp, "model.cact")
             parity.pack(PATHS["bin"], net, BITS_MAP, archive, spm)
             data = os.path.join(tmp, "data")
-            os.makedirs(data)
-            gold = {"A": [{"name": "set_timer", "arguments": {"minutes": 12}}],
-                    "B": [{"name": "lights.toggle", "arguments": {"room": "hall", "on": False}}], "C": []}
-            for split, calls in gold.items():
-                with open(os.path.join(data, f"{split}.jsonl"), "w", encoding="utf-8") as f:
-                    for k, query in enumerate(["not asked", "Set a pasta timer for 12 minutes", "Hall lights off"]):
-                        ex = {"id": f"{split}-{k:06d}", "split": split, "family": "timer", "system": "",
-                              "tools": TOOLS, "query": query, "calls": calls}
-                        f.write(json.dumps(ex) + "\n")
+            write_splits(data, ["not asked", "Set a pasta timer for 12 minutes", "Hall lights off"])
             with contextlib.redirect_stdout(io.StringIO()) as printed:
                 self.assertEqual(calibrate.main(["--archive", archive, "--data", data, "--build", build,
                                                  "--skip", "1", "--count", "2", "--biases", "100,0"]), 0)
