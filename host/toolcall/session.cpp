@@ -634,10 +634,10 @@ struct Session::Run {
   bool closesEmpty(uint32_t id) const {
     std::string text = callText;
     for (Symbol s : model.table().symbols(id)) {
-      if (isMarker(s)) break;
+      if (text.size() >= 2 || isMarker(s)) break;
       text += static_cast<char>(s);
     }
-    return text.size() >= 2 && text[0] == '[' && text[1] == ']';
+    return text == "[]";
   }
 
   // log of the summed probabilities of `ids` (the backend's logprob: no mask, temperature 1).

@@ -43,8 +43,7 @@ test('the check fails on each kind of disagreement', () => {
     assert.match(problems([{ ...good, dev: true }], dir)[0], /a dev entry/);
     assert.match(problems([{ ...good, tools: undefined, description: undefined }].map((e) => JSON.parse(JSON.stringify(e))), dir)[0], /no "description"/);
     assert.deepEqual(problems([{ ...good, no_call_bias: 1.5 }], dir), []);
-    assert.match(problems([{ ...good, no_call_bias: '1.5' }], dir)[0], /no_call_bias "1.5" is not a number from -100 to 100/);
-    assert.match(problems([{ ...good, no_call_bias: 101 }], dir)[0], /no_call_bias 101 is not a number/);
+    assert.match(problems([{ ...good, no_call_bias: '1.5' }], dir)[0], /no_call_bias "1.5" is not a number$/);
     assert.deepEqual(problems([], dir), ['models.json: not a non-empty array']);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
