@@ -658,11 +658,12 @@ fi
 
 # --- calibrate -----------------------------------------------------------------------------------
 # The validation requests: the second half of each held-out split (examples 501-1000 at the full size).
-calibration="$work/calibration/calibration.json"
+# calibrate.py writes calibration/calibration.json beside the archive, where evaluate.py looks for it.
+calibration="$(dirname "$archive")/calibration/calibration.json"
 calibrate() {
   local skip=$((eval_examples / 2))
   "$python" tools/train/calibrate.py --archive "$archive" --data "$data" --build "$build" \
-    --skip $skip --count $((eval_examples - skip)) --out "$work/calibration" --jobs "$jobs"
+    --skip $skip --count $((eval_examples - skip)) --jobs "$jobs"
 }
 if up_to_date "$calibration" "$archive" "$bin/needle-run" tools/train/calibrate.py tools/train/evaluate.py; then
   skipped calibrate "$calibration"

@@ -57,7 +57,7 @@ def parse_args(argv=None):
     if args.skip < 0 or args.count < 1 or args.jobs < 1:
         ap.error("--skip must be at least 0, --count and --jobs at least 1")
     if args.out is None:
-        args.out = os.path.join(os.path.dirname(os.path.abspath(args.archive)), "calibration")
+        args.out = os.path.dirname(evaluate.calibration_path(args.archive))
     return args
 
 

@@ -94,10 +94,15 @@ def load_split(path: str, count: int, skip: int = 0) -> list:
     return out
 
 
+def calibration_path(archive: str) -> str:
+    """Where calibrate.py writes an archive's calibration: calibration/calibration.json beside it."""
+    return os.path.join(os.path.dirname(os.path.abspath(archive)), "calibration", "calibration.json")
+
+
 def calibrated_bias(archive: str) -> tuple[float, str]:
-    """The no-call bias calibrate.py chose for this archive (calibration/calibration.json beside it,
-    when its sha256 is the archive's) and where it came from; (0, "none") when there is none."""
-    path = os.path.join(os.path.dirname(os.path.abspath(archive)), "calibration", "calibration.json")
+    """The no-call bias calibrate.py chose for this archive (calibration_path, when its sha256 is the
+    archive's) and where it came from; (0, "none") when there is none."""
+    path = calibration_path(archive)
     if not os.path.exists(path):
         return 0.0, "none"
     with open(path, encoding="utf-8") as f:
