@@ -24,8 +24,8 @@ const char* kUsage =
     "usage: needle-run --archive FILE --tools TOOLS.json [--system TEXT] [--history FILE]\n"
     "                  [--seed S] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
     "                  [--repeat-penalty R] [--repeat-window N] [--max-tokens N] [--no-constrain]\n"
-    "                  [--no-heads] [--no-call-bias B] [--act a8|f32] [--kv int8|f32] [--stream]\n"
-    "                  \"request\"\n"
+    "                  [--no-heads] [--no-call-bias B] [--span-strings] [--act a8|f32] [--kv int8|f32]\n"
+    "                  [--stream] \"request\"\n"
     "       needle-run --archive FILE --batch FILE [--act a8|f32] [--kv int8|f32]\n"
     "\n"
     "Runs one tool-call request on the C++ reference step with the tool-call session of the page\n"
@@ -49,6 +49,8 @@ const char* kUsage =
     "  --no-heads           do not rank tools or give confidence with the probe heads\n"
     "  --no-call-bias B     added to the log-odds of answering [] where the call list opens\n"
     "                       (docs/toolcall.md, \"The no-call bias\"; default 0, -100 .. 100)\n"
+    "  --span-strings       free string values are spans of the request (docs/toolcall.md,\n"
+    "                       \"Span strings\")\n"
     "  sampling             greedy unless --temperature > 0, as needle-ref and the engine:\n"
     "  --temperature T, --top-k K, --top-p P, --min-p P, --repeat-penalty R, --repeat-window N\n"
     "  --seed S             the generator's seed, 0 .. 2^64-1 (default 0)\n"
@@ -102,6 +104,7 @@ Request requestFromFlags(cli::Args& args, const std::string& toolsPath) {
   if (std::fabs(r.noCallBias) > kNoCallBiasLimit)
     throw cli::UsageError("--no-call-bias must be from -" + std::to_string(kNoCallBiasLimit) + " to " +
                           std::to_string(kNoCallBiasLimit));
+  r.spanStrings = args.flag("--span-strings");
   r.sampling.temperature = cli::parseReal(args.option("--temperature", "0"), "--temperature");
   r.sampling.topK = cli::parseU32(args.option("--top-k", "0"), "--top-k");
   r.sampling.topP = cli::parseReal(args.option("--top-p", "1"), "--top-p");

@@ -18,7 +18,7 @@ const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT |
        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-window N]
        [--trace] [--wasm FILE]
    or: node tools/needle-wasm.mjs --archive FILE --tools TOOLS.json [--prompt REQUEST] [--system TEXT]
-       [--history FILE] [--max-tokens N] [--no-constrain] [--no-heads] [--no-call-bias B] [--stream] [--threads T]
+       [--history FILE] [--max-tokens N] [--no-constrain] [--no-heads] [--no-call-bias B] [--span-strings] [--stream] [--threads T]
        [--seed S] [sampling options] [--wasm FILE] [--toolcall FILE]
    or: node tools/needle-wasm.mjs --archive FILE --batch FILE [--threads T] [--wasm FILE] [--toolcall FILE]
 
@@ -51,6 +51,7 @@ calls, reply ids and confidence):
   --no-heads          do not rank tools or give confidence with the probe heads
   --no-call-bias B    added to the log-odds of answering [] where the call list opens (docs/toolcall.md,
                       "The no-call bias"; default 0; the session refuses one outside -100 .. 100)
+  --span-strings      free string values are spans of the request (docs/toolcall.md, "Span strings")
   --stream            also write the reply's text to stderr as it is generated
   --batch FILE        one request JSON per line (docs/toolcall.md, "The request"; "-" reads stdin),
                       one envelope per line on stdout; the archive is loaded once, and a request
@@ -63,7 +64,7 @@ Exit status: 0 done (with --tools: the envelope's "success" says whether the rep
 1 error (bad archive, bad token, malformed tools JSON, an unsupported schema keyword, a prompt that
 does not fit the context; with --batch: some line was refused or failed), 2 usage error.`;
 
-const TOOLCALL_FLAGS = ['no-constrain', 'no-heads', 'stream'];
+const TOOLCALL_FLAGS = ['no-constrain', 'no-heads', 'span-strings', 'stream'];
 const FLAGS = [...TOOLCALL_FLAGS, 'trace'];
 const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out', 'prefill', 'trace'];
 const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'no-call-bias', 'batch', 'toolcall', ...TOOLCALL_FLAGS];
@@ -166,6 +167,7 @@ async function toolcallRequest(engine, opts) {
   }
   if (opts['no-constrain']) request.constrain = false;
   if (opts['no-heads']) request.use_heads = false;
+  if (opts['span-strings']) request.span_strings = true;
   const noCallBias = num(opts['no-call-bias'], '--no-call-bias');
   if (noCallBias !== undefined) request.no_call_bias = noCallBias;
   Object.assign(request, samplingOptions(opts, 'request'), { seed: seedText(opts.seed) });

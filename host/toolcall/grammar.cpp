@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "tokenizer.hpp"
 #include "toolcall/numeric.hpp"
@@ -58,6 +59,61 @@ std::string textOf(const std::vector<Symbol>& symbols) {
   std::string out;
   for (Symbol s : symbols) out += symbolText(s);
   return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Span strings
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// The code point of the UTF-8 character that starts at text[i] (a cut-off one reads as zeros).
+uint32_t codePointAt(std::string_view text, size_t i) {
+  const auto b = [&](size_t k) { return k < text.size() ? static_cast<uint32_t>(static_cast<unsigned char>(text[k])) : 0u; };
+  const uint32_t c = b(i);
+  if (c < 0x80) return c;
+  if (c < 0xE0) return ((c & 0x1F) << 6) | (b(i + 1) & 0x3F);
+  if (c < 0xF0) return ((c & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
+  return ((c & 0x07) << 18) | ((b(i + 1) & 0x3F) << 12) | ((b(i + 2) & 0x3F) << 6) | (b(i + 3) & 0x3F);
+}
+
+// A character of a word: an ASCII letter or digit, or any other non-ASCII character than the
+// punctuation and spaces of Latin-1 (U+0080..U+00BF, U+00D7, U+00F7), General Punctuation
+// (U+2000..U+206F) and CJK Symbols and Punctuation (U+3000..U+303F): quotes such as “ ” « » and
+// dashes end a word as ASCII punctuation does.
+bool isWordChar(uint32_t c) {
+  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  if (c <= 0xBF || c == 0xD7 || c == 0xF7) return false;
+  return !(c >= 0x2000 && c <= 0x206F) && !(c >= 0x3000 && c <= 0x303F);
+}
+bool isSpaceByte(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+}  // namespace
+
+std::vector<std::string> requestSpans(std::string_view text) {
+  const size_t n = text.size();
+  const auto at = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  // cut[i]: text may be cut before byte i: at a character's first byte, unless the characters on
+  // both sides are word characters.
+  std::vector<bool> cut(n + 1, false);
+  cut[0] = cut[n] = true;
+  bool lastWord = false;
+  for (size_t i = 0; i < n; ++i) {
+    if ((at(i) & 0xC0) == 0x80) continue;  // inside a character
+    const bool word = isWordChar(codePointAt(text, i));
+    if (i > 0) cut[i] = !(lastWord && word);
+    lastWord = word;
+  }
+  std::vector<std::string> spans;
+  std::set<std::string_view> seen;
+  for (size_t a = 0; a < n; ++a) {
+    if (!cut[a] || isSpaceByte(at(a))) continue;
+    for (size_t b = a + 1; b <= n && b - a <= kMaxSpanBytes; ++b) {
+      if (!cut[b] || isSpaceByte(at(b - 1))) continue;
+      if (seen.insert(text.substr(a, b - a)).second) spans.emplace_back(text.substr(a, b - a));
+    }
+  }
+  return spans;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,7 +490,7 @@ class Compiler {
     switch (s.type) {
       case Type::Object: return object(s, level + 1);
       case Type::Array: return array(s, level + 1);
-      case Type::String: return string(s);
+      case Type::String: return spanString(s).value_or(string(s));
       case Type::Integer:
       case Type::Number: return number(s);
       case Type::Boolean: return valueTrie({json::Value::fromBool(true), json::Value::fromBool(false)});
@@ -511,6 +567,41 @@ class Compiler {
     return addNode(n);
   }
 
+  // With span strings (GrammarOptions::spanSource): a value trie of the spans that fit the string's
+  // length limits, each spelled as quote() and quoteReadable() write it; none when no span fits. The
+  // trie of all spans is built once and shared by every string without limits.
+  std::optional<uint16_t> spanString(const Schema& s) {
+    if (!t_->options.spanSource) return std::nullopt;
+    if (!spans_) spans_ = requestSpans(*t_->options.spanSource);
+    const uint32_t maxLength = s.maxLength ? *s.maxLength : std::numeric_limits<uint32_t>::max();
+    std::vector<std::string> spellings;
+    bool all = true;
+    for (const std::string& span : *spans_) {
+      const size_t points = static_cast<size_t>(
+          std::count_if(span.begin(), span.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+      if (points < s.minLength || points > maxLength) {
+        all = false;
+        continue;
+      }
+      spellings.push_back(json::quote(span));
+      std::string readable = json::quoteReadable(span);
+      if (readable != spellings.back()) spellings.push_back(std::move(readable));
+    }
+    if (spellings.empty()) return std::nullopt;
+    if (all && spanNode_) return spanNode_;
+    uint64_t longest = 0;
+    for (const std::string& spelling : spellings) longest = std::max<uint64_t>(longest, spelling.size());
+    Node n;
+    n.kind = NodeKind::Trie;
+    n.role = TrieRole::Value;
+    n.trie = trie(spellings, std::vector<uint64_t>(spellings.size(), 0), false);
+    n.minValue = t_->trie[n.trie].minToEnd;
+    n.maxCost = longest;
+    const uint16_t node = addNode(n);
+    if (all) spanNode_ = node;
+    return node;
+  }
+
   uint16_t number(const Schema& s) {
     Node n;
     n.kind = NodeKind::Number;
@@ -526,6 +617,8 @@ class Compiler {
 
  private:
   Tables* t_;
+  std::optional<std::vector<std::string>> spans_;  // requestSpans of the span source, once built
+  std::optional<uint16_t> spanNode_;               // the trie node of all of them, once built
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,7 +43,19 @@ std::string textOf(const std::vector<Symbol>& symbols);
 
 struct GrammarOptions {
   bool allowText = false;  // free text up to <|im_end|> instead of a tool call (after a tool result)
+  // Span strings (docs/toolcall.md §8.5): when set, every free string value (a string schema with no
+  // enum or const) must be one of requestSpans(*spanSource) that fits its length limits, spelled as
+  // json::quote or json::quoteReadable writes it; a string schema that no span fits stays free.
+  std::optional<std::string> spanSource;
 };
+
+// The longest span, in bytes: the spans of a request of n words number at most n * 256.
+constexpr size_t kMaxSpanBytes = 256;
+// The word-bounded spans of `text` (docs/toolcall.md §8.5): every text[a, b) of 1 to kMaxSpanBytes
+// bytes whose first and last bytes are not white space, with no word byte (an ASCII letter or digit,
+// or any byte of a non-ASCII character) on both sides of either end. Each distinct span once, in
+// order of first appearance.
+std::vector<std::string> requestSpans(std::string_view text);
 
 namespace detail {
 struct Tables;

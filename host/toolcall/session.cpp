@@ -274,6 +274,8 @@ Request parseRequest(const Value& v) {
       r.noCallBias = realOf(x, k);
       if (std::fabs(r.noCallBias) > kNoCallBiasLimit)
         badKey(k, "must be a number from -" + str(kNoCallBiasLimit) + " to " + str(kNoCallBiasLimit));
+    } else if (k == "span_strings") {
+      r.spanStrings = boolOf(x, k);
     } else {
       throw Error("request: unknown key " + json::quoteReadable(k));
     }
@@ -423,9 +425,7 @@ struct Session::Run {
       (void)renderPrompt(req.tools, turns, req.system);
       allowText = turns.back().role == Turn::Role::ToolResult;
       if (!req.constrain) return;
-      GrammarOptions options;
-      options.allowText = allowText;
-      const Grammar all(req.tools, options);
+      const Grammar all(req.tools, grammarOptions());
       const uint32_t shortest = Matcher(all).minCompletion();
       if (req.maxTokens < shortest)
         throw Refusal("max_tokens " + str(req.maxTokens) + " is fewer than the " + str(shortest) +
@@ -437,18 +437,28 @@ struct Session::Run {
     }
   }
 
+  // The user's request: the new turn, or else the conversation's last user turn.
+  std::string userText() const {
+    if (req.request) return *req.request;
+    std::string text;
+    for (const Turn& t : turns)
+      if (t.role == Turn::Role::User) text = t.text;
+    return text;
+  }
+
+  // The grammar's options: free text after a tool result; span strings from the user's request.
+  GrammarOptions grammarOptions() const {
+    GrammarOptions options;
+    options.allowText = allowText;
+    if (req.spanStrings) options.spanSource = userText();
+    return options;
+  }
+
   // With more than 5 tools and a contrastive head: the 5 that match the request best.
   void chooseTools() {
     offered = req.tools;
     if (!(req.useHeads && model.hasContrastive() && req.tools.size() > kRankedTools)) return;
-    std::string query;
-    if (req.request) {
-      query = *req.request;
-    } else {
-      for (const Turn& t : turns)
-        if (t.role == Turn::Role::User) query = t.text;
-    }
-    const std::vector<size_t> kept = rankTools(backend, model, query, req.tools, kRankedTools);
+    const std::vector<size_t> kept = rankTools(backend, model, userText(), req.tools, kRankedTools);
     offered.clear();
     env.toolsOffered.emplace();
     for (size_t i : kept) {
@@ -469,9 +479,7 @@ struct Session::Run {
       throw Refusal("the prompt is " + str(n) + " tokens; this model's context holds " + str(context));
     env.pinnedTokens = sinkLength(promptIds, markerId(Marker::ToolsEnd));
     if (!req.constrain) return;
-    GrammarOptions options;
-    options.allowText = allowText;
-    grammar = std::make_unique<Grammar>(offered, options);
+    grammar = std::make_unique<Grammar>(offered, grammarOptions());
     matcher = std::make_unique<Matcher>(*grammar);
     masker = std::make_unique<Masker>(model.table());
     tableMask.assign(model.table().maskWords(), 0);

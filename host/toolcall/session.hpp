@@ -125,6 +125,7 @@ struct Request {
   uint64_t seed = 0;
   bool useHeads = true;         // rank tools (more than 5, contrastive head) and give confidence
   float noCallBias = 0;         // added to the log-odds of an empty call list at its decision (§8.4)
+  bool spanStrings = false;     // free string values are spans of the user's request (§8.5)
 };
 
 // Reads a request's JSON text. Error naming the key and the problem ("request: "max_tokens" must be

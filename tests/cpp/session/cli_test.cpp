@@ -113,6 +113,14 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
     REQUIRE(essence(b.out) == essence(tc::envelopeJson(session.complete(native, request))));
     if (bias > 0) REQUIRE(needle::json::compact(*needle::json::parse(b.out).find("function_calls")) == "[]");
   }
+  request.noCallBias = 0;
+  // --span-strings reaches the session: the session's envelope with span strings.
+  const Result spans = run(dir, "--archive " + archive + " --tools " + tools + " --temperature 1 --seed 42 --span-strings " +
+                                    quote("What's the weather in Paris?"));
+  REQUIRE(spans.status == 0);
+  request.spanStrings = true;
+  REQUIRE(essence(spans.out) == essence(tc::envelopeJson(session.complete(native, request))));
+  request.spanStrings = false;
   const Result far = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-bias 101 hi");
   REQUIRE(far.status == 2);
   REQUIRE(far.err.find("--no-call-bias must be from -100 to 100") != std::string::npos);

@@ -412,6 +412,48 @@ TEST_CASE("the no-call bias decides the list where it opens, at the log-odds wor
   REQUIRE(decided == 6);
 }
 
+TEST_CASE("span strings: every free string of a call is a span of the request", "[session]") {
+  const Loaded& l = micro();
+  tc::Session session(*l.session);
+  RecordingBackend backend(l);
+  // micro's random weights write junk strings; with span_strings each one is a span of the request
+  // (of the last user turn when the request comes as a history), and without it some are not.
+  size_t strings = 0, outside = 0;
+  for (const bool spans : {true, false}) {
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      const std::string text = seed % 2 ? "What's the weather in Paris, France?" : "Is it raining in Ãvora today?";
+      tc::Request r = request(text, seed, 1.0f);
+      r.noCallBias = -100;  // a call every time
+      r.spanStrings = spans;
+      if (seed % 3 == 0) {  // the same user turn, as history
+        tc::Turn t;
+        t.text = text;
+        r.history = {t};
+        r.request.reset();
+      }
+      backend.clear();
+      const tc::Envelope env = session.complete(backend, r);
+      checkConstrainedReply(l, r, env, backend.streamed);
+      const std::vector<std::string> allowed = tc::requestSpans(text);
+      for (const tc::FunctionCall& call : env.calls) {
+        if (call.name != "get_weather") continue;
+        const needle::json::Value* location = call.arguments.find("location");
+        REQUIRE(location);
+        const bool span = std::find(allowed.begin(), allowed.end(), location->text) != allowed.end();
+        INFO("seed " << seed << ": " << env.text);
+        if (spans) {
+          REQUIRE(span);
+          ++strings;
+        } else {
+          outside += !span;
+        }
+      }
+    }
+  }
+  REQUIRE(strings >= 4);
+  REQUIRE(outside >= 1);
+}
+
 TEST_CASE("constrain off: plain sampling with the same draws as a loop over the Reference", "[session]") {
   const Loaded& l = micro();
   tc::Session session(*l.session);
@@ -479,7 +521,7 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   const tc::Request r = tc::parseRequest(
       R"({"tools":"[{\"name\":\"a\"}]","request":"hi","system":"date: today","max_tokens":12,"constrain":false,)"
       R"("temperature":0.7,"top_k":40,"top_p":0.9,"min_p":0.05,"repeat_penalty":1.1,"repeat_window":64,)"
-      R"("seed":"18446744073709551615","use_heads":false,"no_call_bias":-1.5})");
+      R"("seed":"18446744073709551615","use_heads":false,"no_call_bias":-1.5,"span_strings":true})");
   REQUIRE(r.tools.size() == 1);
   REQUIRE(r.tools[0].name == "a");
   REQUIRE(*r.request == "hi");
@@ -495,7 +537,9 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   REQUIRE(r.seed == 18446744073709551615ull);
   REQUIRE(!r.useHeads);
   REQUIRE(r.noCallBias == -1.5f);
+  REQUIRE(r.spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallBias == 0);
+  REQUIRE(!tc::parseRequest(R"({"tools":[],"request":""})").spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":12345678901234567890})").seed == 12345678901234567890ull);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":1e3})").seed == 1000);
 
@@ -521,6 +565,7 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   CHECK(error(R"({"tools":[],"request":"x","temperature":"hot"})") == "request: \"temperature\" must be a number");
   CHECK(error(R"({"tools":[],"request":"x","constrain":1})") == "request: \"constrain\" must be true or false");
   CHECK(error(R"({"tools":[],"request":"x","no_call_bias":"more"})") == "request: \"no_call_bias\" must be a number");
+  CHECK(error(R"({"tools":[],"request":"x","span_strings":"yes"})") == "request: \"span_strings\" must be true or false");
   CHECK(error(R"({"tools":[],"request":"x","no_call_bias":100.5})") ==
         "request: \"no_call_bias\" must be a number from -100 to 100");
   CHECK(error(R"({"tools":{},"request":"x"})") ==

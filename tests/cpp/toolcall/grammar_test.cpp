@@ -342,3 +342,64 @@ TEST_CASE("matchers compare and hash by state", "[toolcall][grammar]") {
   copy = b;
   CHECK(copy == b);
 }
+
+TEST_CASE("span strings: the request's word-bounded spans", "[toolcall][grammar]") {
+  const std::vector<std::string> spans = tc::requestSpans("Call \xE2\x80\x9C" "Ana-Mar\xC3\xAD" "a\xE2\x80\x9D at 5pm, ok?");
+  const auto has = [&](const std::string& s) { return std::find(spans.begin(), spans.end(), s) != spans.end(); };
+  for (const char* in : {"Call", "Ana", "Mar\xC3\xAD" "a", "Ana-Mar\xC3\xAD" "a", "-Mar\xC3\xAD" "a",
+                         "\xE2\x80\x9C" "Ana-Mar\xC3\xAD" "a\xE2\x80\x9D", "at 5pm", "5pm,", "ok?", "?",
+                         "Call \xE2\x80\x9C" "Ana-Mar\xC3\xAD" "a\xE2\x80\x9D at 5pm, ok?"})
+    CHECK(has(in));
+  // Cuts inside a word (between word characters, í included), spans that start or end with a space.
+  for (const char* out : {"all", "Ana-Mar", "Mar\xC3\xAD", "5", "pm", " at", "at ", "", "\xE2\x80"})
+    CHECK_FALSE(has(out));
+  // Each span once, in order of first appearance; none longer than kMaxSpanBytes; no text, no spans.
+  CHECK(tc::requestSpans("ab ab") == std::vector<std::string>{"ab", "ab ab"});
+  // 100 distinct 3-byte words: a span of k words has 4k - 1 bytes, so at most 64 words (255 bytes).
+  std::string longText;
+  for (int i = 0; i < 100; ++i) longText += std::string(i ? " w" : "w") + char('a' + i / 10) + char('a' + i % 10);
+  const std::vector<std::string> many = tc::requestSpans(longText);
+  size_t longest = 0;
+  for (const std::string& s : many) longest = std::max(longest, s.size());
+  CHECK(longest == 255);
+  CHECK(many.size() == 36 * 64 + 64 * 65 / 2);  // starts 0..35 take 64 ends each, start 36 + j takes 64 - j
+  CHECK(tc::requestSpans("").empty());
+  CHECK(tc::requestSpans("  ").empty());
+}
+
+TEST_CASE("span strings: free strings are spans, enums and unfit limits keep their own rule", "[toolcall][grammar]") {
+  tc::GrammarOptions options;
+  options.spanSource = "Call \xE2\x80\x9C" "Ana-Mar\xC3\xAD" "a\xE2\x80\x9D at 5pm, ok?";
+  const tc::Grammar g(tools(R"([{"name":"s","parameters":{"type":"object","properties":{
+      "to":{"type":"string"},
+      "unit":{"type":"string","enum":["celsius","fahrenheit"]},
+      "code":{"type":"string","maxLength":3},
+      "essay":{"type":"string","minLength":60},
+      "tags":{"type":"array","items":{"type":"string"}}}}}])"), options);
+  const auto arg = [](const std::string& key, const std::string& value) {
+    return call(R"([{"name":"s","arguments":{")" + key + "\":" + value + "}}]");
+  };
+  // A span in either spelling: json::quote's (ASCII, as our model writes it) or quoteReadable's.
+  for (const char* ok : {R"("Ana-Mar\u00eda")", "\"Ana-Mar\xC3\xAD" "a\"", R"("\u201cAna-Mar\u00eda\u201d")",
+                         R"("at 5pm")", R"("Call")"})
+    CHECK(accepts(g, arg("to", ok)));
+  for (const char* no : {R"("Ana-Mar")", R"("Bob")", R"("at 5")", R"("")", R"("Ana-Mar\u00ed")", R"("ana")"})
+    CHECK_FALSE(accepts(g, arg("to", no)));
+  CHECK(accepts(g, arg("unit", R"("celsius")")));             // an enum keeps its values
+  CHECK_FALSE(accepts(g, arg("unit", R"("Call")")));
+  CHECK(accepts(g, arg("code", R"("5pm")")));                 // the spans of at most 3 characters
+  CHECK_FALSE(accepts(g, arg("code", R"("Call")")));
+  CHECK_FALSE(accepts(g, arg("code", R"("Bob")")));
+  CHECK(accepts(g, arg("essay", R"("no span of the request has sixty characters, so this string is free")")));
+  CHECK(accepts(g, arg("tags", R"(["Ana","ok?"])")));         // strings inside arrays too
+  CHECK_FALSE(accepts(g, arg("tags", R"(["Ana","Bo"])")));
+  // Forced where one span goes on: after "Ana-M only "ar" (then \u00ed or the raw í).
+  tc::Matcher m(g);
+  REQUIRE(m.acceptText(R"( <tool_call>[{"name":"s","arguments":{"to":"Ana-M)"));
+  CHECK(m.forced() == "ar");
+  for (const std::string& reply : {arg("to", R"("Ana-Mar\u00eda")"), arg("code", R"("ok?")"), arg("tags", R"(["5pm,"])")})
+    checkAlong(g, reply);
+  // Without the option the same grammar takes any string.
+  const tc::Grammar free(tools(R"([{"name":"s","parameters":{"type":"object","properties":{"to":{"type":"string"}}}}])"));
+  CHECK(accepts(free, arg("to", R"("Bob")")));
+}
