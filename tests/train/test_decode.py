@@ -340,6 +340,8 @@ class ExactMatch(unittest.TestCase):
         self.assertEqual(evaluate.request_of(ex, 99)["system"], "locale: en-GB")
         self.assertNotIn("no_call_bias", evaluate.request_of(ex, 99, 0.0))
         self.assertEqual(evaluate.request_of(ex, 99, 1.5)["no_call_bias"], 1.5)
+        self.assertNotIn("span_strings", evaluate.request_of(ex, 99, 1.5))
+        self.assertIs(evaluate.request_of(ex, 99, 0.0, True)["span_strings"], True)
 
 
 # The gold calls of the evaluation tests' tiny splits: A sets a timer, B turns the hall lights off, C
@@ -391,6 +393,9 @@ class Evaluation(unittest.TestCase):
             with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
                 results = json.load(f)
             self.assertEqual(results["engines"], ["float", "needle-run", "wasm", "needle-run-f32"])
+            self.assertIs(results["span_strings"], True)  # the default: every request asks for span strings
+            with open(os.path.join(out, "requests.jsonl"), encoding="utf-8") as f:
+                self.assertEqual([json.loads(line).get("span_strings") for line in f], [True] * 6)
             self.assertEqual(results["agreement"]["reply_ids"]["count"], 6)
             self.assertEqual(results["prompt_ids_as_trained"]["total"], 6)
             wrong = {e: sum(e in m["wrong_in"] for m in results["mismatches"]) for e in results["engines"]}

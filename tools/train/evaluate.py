@@ -5,11 +5,13 @@
         [--checkpoint build/train/checkpoint.pt] [--tokenizer build/train/tokenizer/tokenizer.model]
         [--data build/train/data] [--build build] [--out build/eval] [--count 500] [--skip 0]
         [--engines float,needle-run,wasm[,needle-run-f32,float-nosink]] [--max-tokens 256]
-        [--no-call-bias B]
+        [--no-call-bias B] [--no-span-strings]
 
 For each split (A, B, C: the first --count examples of DATA/{split}.jsonl after the first --skip)
 every example becomes the tool-call session's request (its tools, query and system turn; greedy,
-constrained, --max-tokens, and --no-call-bias when it is not 0), and every engine answers all of them
+constrained, --max-tokens, --no-call-bias when it is not 0, and span strings unless
+--no-span-strings: our data's free string values are all spans of the request, docs/toolcall.md
+§8.5), and every engine answers all of them
 through the one C++ session (docs/toolcall.md):
 
     float           the checkpoint's float weights (decode.py) in the session of libneedle_toolcall.so
@@ -113,14 +115,16 @@ def calibrated_bias(archive: str) -> tuple[float, str]:
     return float(calibration["no_call_bias"]), os.path.relpath(path)
 
 
-def request_of(example: dict, max_tokens: int, no_call_bias: float = 0.0) -> dict:
+def request_of(example: dict, max_tokens: int, no_call_bias: float = 0.0, span_strings: bool = False) -> dict:
     """The session's request JSON (docs/toolcall.md §9) for an example: greedy and constrained, with
-    the no-call bias (§8.4) when it is not 0."""
+    the no-call bias (§8.4) when it is not 0 and span strings (§8.5) when asked."""
     request = {"tools": example["tools"], "request": example["query"], "max_tokens": max_tokens}
     if example.get("system"):
         request["system"] = example["system"]
     if no_call_bias:
         request["no_call_bias"] = no_call_bias
+    if span_strings:
+        request["span_strings"] = True
     return request
 
 
@@ -427,6 +431,8 @@ def fixture_suggestion(items: list, outputs: dict) -> list:
 def table(results: dict) -> str:
     engines = list(results["exact_match"])
     lines = [f"no-call bias {results['no_call_bias']:g}"] if results.get("no_call_bias") else []
+    if results.get("span_strings"):
+        lines.append("span strings")
     lines.append("exact match     " + "".join(f"{e:>18}" for e in engines))
     for split in SPLITS:
         cells = []
@@ -544,7 +550,7 @@ def say(*a) -> None:
 def write_fixture(args) -> int:
     """--write-fixture: the examples --ids names (default: OUT/results.json's fixture_suggestion, the
     last evaluation's choice) from the splits' files, as the shipped-model fixture, their requests with
-    --no-call-bias (default: that evaluation's)."""
+    --no-call-bias (default: that evaluation's) and span strings unless --no-span-strings."""
     ids = [i for i in args.ids.split(",") if i]
     results = os.path.join(args.out, "results.json")
     if not ids or args.no_call_bias is None:
@@ -571,7 +577,8 @@ def write_fixture(args) -> int:
         for i in ids:
             ex = found[i]
             line = {"id": i, "split": ex["split"], "family": ex["family"],
-                    "request": request_of(ex, args.max_tokens, args.no_call_bias), "gold": ex["calls"]}
+                    "request": request_of(ex, args.max_tokens, args.no_call_bias, args.span_strings),
+                    "gold": ex["calls"]}
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
     say(f"wrote {len(ids)} examples to {args.write_fixture}")
     return 0
@@ -597,6 +604,9 @@ def parse_args(argv=None):
     ap.add_argument("--no-call-bias", type=float, default=None, help="the requests' no_call_bias "
                     "(docs/toolcall.md, \"The no-call bias\"; default: calibrate.py's for this archive, from "
                     "calibration/calibration.json beside it when its sha256 is the archive's, else 0)")
+    ap.add_argument("--no-span-strings", dest="span_strings", action="store_false",
+                    help="ask without span strings (docs/toolcall.md, \"Span strings\"; default: with them, as "
+                    "site/models.json's span_strings asks the page to)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads of the float model when it runs "
                     "alone (default 2; 1 beside needle-run-f32)")
     ap.add_argument("--write-fixture", metavar="FILE", help="write the examples --ids names as the fixture")
@@ -635,7 +645,7 @@ def main(argv=None) -> int:
         if len(examples) < args.count:
             say(f"{split}: only {len(examples)} examples (asked for {args.count})")
         items += [(split, ex, gold) for ex, gold in examples]
-    requests = [request_of(ex, args.max_tokens, args.no_call_bias) for _s, ex, _g in items]
+    requests = [request_of(ex, args.max_tokens, args.no_call_bias, args.span_strings) for _s, ex, _g in items]
     requests_path = os.path.join(args.out, "requests.jsonl")
     with open(requests_path, "w", encoding="utf-8") as f:
         for r in requests:
@@ -668,6 +678,7 @@ def main(argv=None) -> int:
                "checkpoint": file_facts(args.checkpoint) if floats else None,
                "data": os.path.abspath(args.data), "count_per_split": args.count, "skip": args.skip,
                "max_tokens": args.max_tokens, "no_call_bias": args.no_call_bias, "no_call_bias_from": source,
+               "span_strings": args.span_strings,
                "engines": list(outputs),
                "commands": {e: engine_command(e, args, requests_path) for e in outputs if not e.startswith("float")}}
     results.update(score(items, outputs))
