@@ -88,22 +88,28 @@ bool isWordChar(uint32_t c) {
 }
 bool isSpaceByte(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
+// cut[i] for i in 0..n: a span may begin or end before byte i, at a character's first byte where the
+// characters on both sides are not both word characters (always at 0 and n).
+std::vector<bool> spanCuts(std::string_view text) {
+  const size_t n = text.size();
+  std::vector<bool> cut(n + 1, false);
+  cut[0] = cut[n] = true;
+  bool lastWord = false;
+  for (size_t i = 0; i < n; ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;  // inside a character
+    const bool word = isWordChar(codePointAt(text, i));
+    if (i > 0) cut[i] = !(lastWord && word);
+    lastWord = word;
+  }
+  return cut;
+}
+
 }  // namespace
 
 std::vector<std::string> requestSpans(std::string_view text) {
   const size_t n = text.size();
   const auto at = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  // cut[i]: text may be cut before byte i: at a character's first byte, unless the characters on
-  // both sides are word characters.
-  std::vector<bool> cut(n + 1, false);
-  cut[0] = cut[n] = true;
-  bool lastWord = false;
-  for (size_t i = 0; i < n; ++i) {
-    if ((at(i) & 0xC0) == 0x80) continue;  // inside a character
-    const bool word = isWordChar(codePointAt(text, i));
-    if (i > 0) cut[i] = !(lastWord && word);
-    lastWord = word;
-  }
+  const std::vector<bool> cut = spanCuts(text);
   std::vector<std::string> spans;
   std::set<std::string_view> seen;
   for (size_t a = 0; a < n; ++a) {
@@ -568,38 +574,85 @@ class Compiler {
   }
 
   // With span strings (GrammarOptions::spanSource): a value trie of the spans that fit the string's
-  // length limits, each spelled as quote() and quoteReadable() write it; none when no span fits. The
-  // trie of all spans is built once and shared by every string without limits.
+  // length limits; none when no span fits. The trie of all spans is built once and shared by every
+  // string without limits.
   std::optional<uint16_t> spanString(const Schema& s) {
     if (!t_->options.spanSource) return std::nullopt;
-    if (!spans_) spans_ = requestSpans(*t_->options.spanSource);
     const uint32_t maxLength = s.maxLength ? *s.maxLength : std::numeric_limits<uint32_t>::max();
-    std::vector<std::string> spellings;
-    bool all = true;
-    for (const std::string& span : *spans_) {
-      const size_t points = static_cast<size_t>(
-          std::count_if(span.begin(), span.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-      if (points < s.minLength || points > maxLength) {
-        all = false;
-        continue;
-      }
-      spellings.push_back(json::quote(span));
-      std::string readable = json::quoteReadable(span);
-      if (readable != spellings.back()) spellings.push_back(std::move(readable));
-    }
-    if (spellings.empty()) return std::nullopt;
+    const bool all = s.minLength == 0 && !s.maxLength;
     if (all && spanNode_) return spanNode_;
     uint64_t longest = 0;
-    for (const std::string& spelling : spellings) longest = std::max<uint64_t>(longest, spelling.size());
+    const std::optional<uint32_t> root = spanTrie(*t_->options.spanSource, s.minLength, maxLength, &longest);
+    if (!root) return std::nullopt;
     Node n;
     n.kind = NodeKind::Trie;
     n.role = TrieRole::Value;
-    n.trie = trie(spellings, std::vector<uint64_t>(spellings.size(), 0), false);
+    n.trie = *root;
     n.minValue = t_->trie[n.trie].minToEnd;
     n.maxCost = longest;
     const uint16_t node = addNode(n);
     if (all) spanNode_ = node;
     return node;
+  }
+
+  // The trie of the spans of `text` (requestSpans) of minLength..maxLength code points, each spelled
+  // as json::quote writes it (ASCII, like enum values), built a start at a time: one walk per start,
+  // so at most kMaxSpanBytes characters' spellings (6 bytes for a \uXXXX) of nodes per start, however
+  // many spans share it. Every entry is 0; `longest` gets the longest spelling. None when no span fits.
+  std::optional<uint32_t> spanTrie(std::string_view text, uint32_t minLength, uint32_t maxLength, uint64_t* longest) {
+    struct Building {
+      std::vector<std::pair<uint8_t, uint32_t>> children;
+      bool end = false;
+      uint32_t depth = 0;
+    };
+    std::vector<Building> b(1);
+    const auto child = [&](uint32_t at, uint8_t byte) {
+      for (const auto& [c, next] : b[at].children)
+        if (c == byte) return next;
+      const uint32_t next = static_cast<uint32_t>(b.size());
+      b.push_back(Building{{}, false, b[at].depth + 1});
+      b[at].children.emplace_back(byte, next);
+      return next;
+    };
+    const std::vector<bool> cut = spanCuts(text);
+    const auto space = [&](size_t i) { return isSpaceByte(static_cast<unsigned char>(text[i])); };
+    bool any = false;
+    for (size_t a = 0; a < text.size(); ++a) {
+      if (!cut[a] || space(a)) continue;
+      uint32_t at = child(0, '"');
+      uint32_t points = 0;
+      for (size_t i = a; i < text.size();) {
+        size_t end = i + 1;  // one character
+        while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+        if (end - a > kMaxSpanBytes || ++points > maxLength) break;
+        const std::string quoted = json::quote(text.substr(i, end - i));
+        for (size_t k = 1; k + 1 < quoted.size(); ++k) at = child(at, static_cast<uint8_t>(quoted[k]));
+        i = end;
+        if (!cut[i] || space(i - 1) || points < minLength) continue;
+        const uint32_t close = child(at, '"');
+        b[close].end = any = true;
+        *longest = std::max<uint64_t>(*longest, b[close].depth);
+      }
+    }
+    if (!any) return std::nullopt;
+    const uint32_t root = static_cast<uint32_t>(t_->trie.size());
+    for (Building& node : b) {
+      std::sort(node.children.begin(), node.children.end());
+      TrieNode n;
+      n.entry = node.end ? 0 : -1;
+      n.depth = node.depth;
+      n.firstEdge = static_cast<uint32_t>(t_->edges.size());
+      n.edgeCount = static_cast<uint32_t>(node.children.size());
+      for (const auto& [byte, next] : node.children) t_->edges.push_back(TrieEdge{byte, root + next});
+      t_->trie.push_back(n);
+    }
+    for (size_t i = b.size(); i-- > 0;) {  // children come after their parents
+      TrieNode& n = t_->trie[root + i];
+      n.minToEnd = n.entry >= 0 ? 0 : kNever;
+      for (uint32_t e = 0; e < n.edgeCount; ++e)
+        n.minToEnd = std::min(n.minToEnd, 1 + t_->trie[t_->edges[n.firstEdge + e].child].minToEnd);
+    }
+    return root;
   }
 
   uint16_t number(const Schema& s) {
@@ -617,8 +670,7 @@ class Compiler {
 
  private:
   Tables* t_;
-  std::optional<std::vector<std::string>> spans_;  // requestSpans of the span source, once built
-  std::optional<uint16_t> spanNode_;               // the trie node of all of them, once built
+  std::optional<uint16_t> spanNode_;  // the value trie node of all the span source's spans, once built
 };
 
 }  // namespace

@@ -45,7 +45,7 @@ struct GrammarOptions {
   bool allowText = false;  // free text up to <|im_end|> instead of a tool call (after a tool result)
   // Span strings (docs/toolcall.md §8.5): when set, every free string value (a string schema with no
   // enum or const) must be one of requestSpans(*spanSource) that fits its length limits, spelled as
-  // json::quote or json::quoteReadable writes it; a string schema that no span fits stays free.
+  // json::quote writes it (ASCII, as enum values are); a string schema that no span fits stays free.
   std::optional<std::string> spanSource;
 };
 

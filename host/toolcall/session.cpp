@@ -425,7 +425,7 @@ struct Session::Run {
       (void)renderPrompt(req.tools, turns, req.system);
       allowText = turns.back().role == Turn::Role::ToolResult;
       if (!req.constrain) return;
-      const Grammar all(req.tools, grammarOptions());
+      const Grammar all(req.tools, grammarOptions(false));
       const uint32_t shortest = Matcher(all).minCompletion();
       if (req.maxTokens < shortest)
         throw Refusal("max_tokens " + str(req.maxTokens) + " is fewer than the " + str(shortest) +
@@ -446,11 +446,12 @@ struct Session::Run {
     return text;
   }
 
-  // The grammar's options: free text after a tool result; span strings from the user's request.
-  GrammarOptions grammarOptions() const {
+  // The grammar's options: free text after a tool result; with `spans`, span strings from the user's
+  // request (the budget check leaves them out: `[]`, the shortest reply, is there either way).
+  GrammarOptions grammarOptions(bool spans) const {
     GrammarOptions options;
     options.allowText = allowText;
-    if (req.spanStrings) options.spanSource = userText();
+    if (spans && req.spanStrings) options.spanSource = userText();
     return options;
   }
 
@@ -479,7 +480,7 @@ struct Session::Run {
       throw Refusal("the prompt is " + str(n) + " tokens; this model's context holds " + str(context));
     env.pinnedTokens = sinkLength(promptIds, markerId(Marker::ToolsEnd));
     if (!req.constrain) return;
-    grammar = std::make_unique<Grammar>(offered, grammarOptions());
+    grammar = std::make_unique<Grammar>(offered, grammarOptions(true));
     matcher = std::make_unique<Matcher>(*grammar);
     masker = std::make_unique<Masker>(model.table());
     tableMask.assign(model.table().maskWords(), 0);

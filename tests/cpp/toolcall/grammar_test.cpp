@@ -379,12 +379,22 @@ TEST_CASE("span strings: free strings are spans, enums and unfit limits keep the
   const auto arg = [](const std::string& key, const std::string& value) {
     return call(R"([{"name":"s","arguments":{")" + key + "\":" + value + "}}]");
   };
-  // A span in either spelling: json::quote's (ASCII, as our model writes it) or quoteReadable's.
-  for (const char* ok : {R"("Ana-Mar\u00eda")", "\"Ana-Mar\xC3\xAD" "a\"", R"("\u201cAna-Mar\u00eda\u201d")",
-                         R"("at 5pm")", R"("Call")"})
+  // A span spelled as json::quote writes it (ASCII, as our model writes it and as enum values are).
+  for (const char* ok : {R"("Ana-Mar\u00eda")", R"("\u201cAna-Mar\u00eda\u201d")", R"("at 5pm")", R"("Call")"})
     CHECK(accepts(g, arg("to", ok)));
-  for (const char* no : {R"("Ana-Mar")", R"("Bob")", R"("at 5")", R"("")", R"("Ana-Mar\u00ed")", R"("ana")"})
+  for (const char* no : {R"("Ana-Mar")", R"("Bob")", R"("at 5")", R"("")", R"("Ana-Mar\u00ed")", R"("ana")",
+                         "\"Ana-Mar\xC3\xAD" "a\""})
     CHECK_FALSE(accepts(g, arg("to", no)));
+  // Every span of requestSpans, and nothing that is not one: each span and each span with one more
+  // or one less byte (where that is still whole characters) against the list.
+  const std::vector<std::string> spans = tc::requestSpans(*options.spanSource);
+  for (const std::string& span : spans) {
+    CHECK(accepts(g, arg("to", needle::json::quote(span))));
+    for (const std::string& other : {span.substr(0, span.size() - 1), span + " ", span + "x"})
+      if (!other.empty() && static_cast<unsigned char>(other.back()) < 0x80 &&
+          std::find(spans.begin(), spans.end(), other) == spans.end())
+        CHECK_FALSE(accepts(g, arg("to", needle::json::quote(other))));
+  }
   CHECK(accepts(g, arg("unit", R"("celsius")")));             // an enum keeps its values
   CHECK_FALSE(accepts(g, arg("unit", R"("Call")")));
   CHECK(accepts(g, arg("code", R"("5pm")")));                 // the spans of at most 3 characters
@@ -393,10 +403,10 @@ TEST_CASE("span strings: free strings are spans, enums and unfit limits keep the
   CHECK(accepts(g, arg("essay", R"("no span of the request has sixty characters, so this string is free")")));
   CHECK(accepts(g, arg("tags", R"(["Ana","ok?"])")));         // strings inside arrays too
   CHECK_FALSE(accepts(g, arg("tags", R"(["Ana","Bo"])")));
-  // Forced where one span goes on: after "Ana-M only "ar" (then \u00ed or the raw í).
+  // Forced where one span goes on: after "Ana-M only "ar\u00eda".
   tc::Matcher m(g);
   REQUIRE(m.acceptText(R"( <tool_call>[{"name":"s","arguments":{"to":"Ana-M)"));
-  CHECK(m.forced() == "ar");
+  CHECK(m.forced() == "ar\\u00eda");
   for (const std::string& reply : {arg("to", R"("Ana-Mar\u00eda")"), arg("code", R"("ok?")"), arg("tags", R"(["5pm,"])")})
     checkAlong(g, reply);
   // Without the option the same grammar takes any string.
