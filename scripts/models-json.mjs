@@ -40,6 +40,10 @@ export function problems(list, modelsDir = path.join(root, 'models')) {
     const bias = entry?.no_call_bias;
     if (bias !== undefined && typeof bias !== 'number')
       out.push(`${where}: no_call_bias ${JSON.stringify(bias)} is not a number`);
+    // optional: span strings for a model that only copies strings from the request (§8.5)
+    const spans = entry?.span_strings;
+    if (spans !== undefined && typeof spans !== 'boolean')
+      out.push(`${where}: span_strings ${JSON.stringify(spans)} is not true or false`);
     if (entry?.dev) { out.push(`${where}: a dev entry in the list visitors see`); return; }
     let file;
     try { file = fileOf(entry, modelsDir); } catch (e) { out.push(e.message); return; }

@@ -78,9 +78,12 @@ export function samplingFields(s) {
 }
 
 // The request fields the open model sets: a listed model's calibrated no-call bias (its models.json
-// `no_call_bias`, docs/toolcall.md §8.4) when it has one; an archive opened from a file or an address
-// has none.
+// `no_call_bias`, docs/toolcall.md §8.4) when it has one, and span strings (`span_strings`, §8.5) when
+// it asks for them; an archive opened from a file or an address has neither.
 export function modelFields(model) {
+  const out = {};
   const bias = model?.no_call_bias;
-  return typeof bias === 'number' && Number.isFinite(bias) && bias !== 0 ? { no_call_bias: bias } : {};
+  if (typeof bias === 'number' && Number.isFinite(bias) && bias !== 0) out.no_call_bias = bias;
+  if (model?.span_strings === true) out.span_strings = true;
+  return out;
 }

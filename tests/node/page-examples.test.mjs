@@ -14,7 +14,7 @@ import { modelFields } from '../../site/ui/settings.mjs';
 import { shipped, shippedPath, toolsets } from './helpers/page.mjs';
 
 // The fields the page sends with its default settings (site/ui/settings.mjs samplingFields; and
-// modelFields, the shipped model's no-call bias).
+// modelFields, the shipped model's no-call bias and span strings).
 const DEFAULTS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constrain: true };
 
 const skip = !fs.existsSync(toolcallPath) ? `needs ${toolcallPath}`

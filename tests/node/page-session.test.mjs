@@ -16,7 +16,7 @@ import { lastTurn, openListed, pageSkip, screenshot, send, shipped, shippedPath,
 const file = path.basename(shipped.url);
 
 // The request the page sends for the settings below (site/ui/settings.mjs samplingFields), with the
-// shipped model's no-call bias (modelFields).
+// shipped model's no-call bias and span strings (modelFields).
 const SETTINGS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constrain: true, ...modelFields(shipped) };
 
 test('a two-turn session with a tool result, each reply the Node engine\'s; Clear; the Enter key', { skip: pageSkip, timeout: 900000 }, async () => {
