@@ -49,12 +49,13 @@ struct GrammarOptions {
   std::optional<std::string> spanSource;
 };
 
-// The longest span, in bytes: the spans of a request of n words number at most n * 256.
+// The longest span, in bytes: each place a span may start has at most 256 spans.
 constexpr size_t kMaxSpanBytes = 256;
 // The word-bounded spans of `text` (docs/toolcall.md §8.5): every text[a, b) of 1 to kMaxSpanBytes
-// bytes whose first and last bytes are not white space, with no word byte (an ASCII letter or digit,
-// or any byte of a non-ASCII character) on both sides of either end. Each distinct span once, in
-// order of first appearance.
+// bytes whose first and last bytes are not white space and whose ends cut no word (no word character,
+// an ASCII letter or digit or a non-ASCII character other than punctuation, on both sides of a cut).
+// Each distinct span once, in order of first appearance. These are the spans the grammar's span trie
+// spells (it walks the same cuts a start at a time; the grammar test checks that they agree).
 std::vector<std::string> requestSpans(std::string_view text);
 
 namespace detail {
