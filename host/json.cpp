@@ -95,6 +95,15 @@ size_t utf8SequenceLength(std::string_view text, size_t at) {
   return n;
 }
 
+uint32_t codePointAt(std::string_view text, size_t at) {
+  const size_t n = utf8SequenceLength(text, at);
+  const unsigned char b0 = static_cast<unsigned char>(text[at]);
+  if (n <= 1) return b0;
+  uint32_t cp = b0 & (0xFF >> (n + 1));
+  for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(text[at + i]) & 0x3F);
+  return cp;
+}
+
 bool isValidUtf8(std::string_view text) {
   for (size_t at = 0; at < text.size();) {
     const size_t n = utf8SequenceLength(text, at);
@@ -409,8 +418,7 @@ void appendString(std::string& out, std::string_view utf8, bool asciiOnly) {
     if (!asciiOnly) {
       out.append(utf8.substr(at, n));
     } else {
-      uint32_t cp = c & (0xFF >> (n + 1));
-      for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<unsigned char>(utf8[at + i]) & 0x3F);
+      uint32_t cp = codePointAt(utf8, at);
       if (cp < 0x10000) {
         appendU16Escape(out, cp);
       } else {  // a UTF-16 surrogate pair, as Python writes it

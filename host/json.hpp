@@ -111,6 +111,8 @@ bool isNumberLiteral(std::string_view text);
 // Length of the well-formed UTF-8 sequence that starts at text[at] (no overlong forms, surrogates or
 // values past U+10FFFF), or 0 when the bytes there are not one.
 size_t utf8SequenceLength(std::string_view text, size_t at);
+// The code point of the well-formed sequence at text[at] (utf8SequenceLength(text, at) > 0).
+uint32_t codePointAt(std::string_view text, size_t at);
 bool isValidUtf8(std::string_view text);
 // Number of code points in valid UTF-8 text.
 size_t codePointCount(std::string_view utf8);

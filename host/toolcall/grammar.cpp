@@ -67,16 +67,6 @@ std::string textOf(const std::vector<Symbol>& symbols) {
 
 namespace {
 
-// The code point of the UTF-8 character that starts at text[i] (a cut-off one reads as zeros).
-uint32_t codePointAt(std::string_view text, size_t i) {
-  const auto b = [&](size_t k) { return k < text.size() ? static_cast<uint32_t>(static_cast<unsigned char>(text[k])) : 0u; };
-  const uint32_t c = b(i);
-  if (c < 0x80) return c;
-  if (c < 0xE0) return ((c & 0x1F) << 6) | (b(i + 1) & 0x3F);
-  if (c < 0xF0) return ((c & 0x0F) << 12) | ((b(i + 1) & 0x3F) << 6) | (b(i + 2) & 0x3F);
-  return ((c & 0x07) << 18) | ((b(i + 1) & 0x3F) << 12) | ((b(i + 2) & 0x3F) << 6) | (b(i + 3) & 0x3F);
-}
-
 // A character of a word: an ASCII letter or digit, or any other non-ASCII character than the
 // punctuation and spaces of Latin-1 (U+0080..U+00BF, U+00D7, U+00F7), General Punctuation
 // (U+2000..U+206F) and CJK Symbols and Punctuation (U+3000..U+303F): quotes such as “ ” « » and
@@ -88,35 +78,47 @@ bool isWordChar(uint32_t c) {
 }
 bool isSpaceByte(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-// cut[i] for i in 0..n: a span may begin or end before byte i, at a character's first byte where the
-// characters on both sides are not both word characters (always at 0 and n).
-std::vector<bool> spanCuts(std::string_view text) {
-  const size_t n = text.size();
-  std::vector<bool> cut(n + 1, false);
-  cut[0] = cut[n] = true;
-  bool lastWord = false;
-  for (size_t i = 0; i < n; ++i) {
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) continue;  // inside a character
-    const bool word = isWordChar(codePointAt(text, i));
-    if (i > 0) cut[i] = !(lastWord && word);
-    lastWord = word;
+// Where the spans of a text may start and end (docs/toolcall.md §8.5), for requestSpans and the
+// grammar's span trie alike.
+class SpanRule {
+ public:
+  explicit SpanRule(std::string_view text) : text_(text), cut_(text.size() + 1, false), next_(text.size() + 1, 0) {
+    bool lastWord = false;
+    for (size_t i = 0; i < text.size();) {
+      size_t n = json::utf8SequenceLength(text, i);
+      const bool word = n > 0 && isWordChar(json::codePointAt(text, i));
+      n = std::max<size_t>(n, 1);  // a byte of invalid UTF-8 is a character of its own, not of a word
+      cut_[i] = i == 0 || !(lastWord && word);
+      next_[i] = i + n;
+      lastWord = word;
+      i += n;
+    }
+    cut_[text.size()] = true;
   }
-  return cut;
-}
+  // A span may start at byte a / end before byte b: a cut that splits no word, no white space inside.
+  bool startsAt(size_t a) const { return a < text_.size() && cut_[a] && !isSpaceByte(byte(a)); }
+  bool endsAt(size_t b) const { return b > 0 && cut_[b] && !isSpaceByte(byte(b - 1)); }
+  // The byte after the character that starts at byte i.
+  size_t next(size_t i) const { return next_[i]; }
+
+ private:
+  unsigned char byte(size_t i) const { return static_cast<unsigned char>(text_[i]); }
+  std::string_view text_;
+  std::vector<bool> cut_;      // cut_[i]: a character starts at i (or i is the end) and splits no word
+  std::vector<size_t> next_;
+};
 
 }  // namespace
 
 std::vector<std::string> requestSpans(std::string_view text) {
-  const size_t n = text.size();
-  const auto at = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const std::vector<bool> cut = spanCuts(text);
+  const SpanRule rule(text);
   std::vector<std::string> spans;
   std::set<std::string_view> seen;
-  for (size_t a = 0; a < n; ++a) {
-    if (!cut[a] || isSpaceByte(at(a))) continue;
-    for (size_t b = a + 1; b <= n && b - a <= kMaxSpanBytes; ++b) {
-      if (!cut[b] || isSpaceByte(at(b - 1))) continue;
-      if (seen.insert(text.substr(a, b - a)).second) spans.emplace_back(text.substr(a, b - a));
+  for (size_t a = 0; a < text.size(); ++a) {
+    if (!rule.startsAt(a)) continue;
+    for (size_t b = rule.next(a); b <= text.size() && b - a <= kMaxSpanBytes; b = rule.next(b)) {
+      if (rule.endsAt(b) && seen.insert(text.substr(a, b - a)).second) spans.emplace_back(text.substr(a, b - a));
+      if (b == text.size()) break;
     }
   }
   return spans;
@@ -421,32 +423,32 @@ class Compiler {
  public:
   explicit Compiler(Tables* t) : t_(t) {}
 
-  // A trie of spellings; entry i ends at the end of spellings[i] and weighs weights[i].
-  uint32_t trie(const std::vector<std::string>& spellings, const std::vector<uint64_t>& weights, bool withMasks) {
+  // A trie being built: nodes in the order they are made, so children come after their parents.
+  struct TrieBuild {
     struct Building {
-      std::map<uint8_t, uint32_t> children;
+      std::vector<std::pair<uint8_t, uint32_t>> children;  // (byte, node), in the order made
       int32_t entry = -1;
       uint64_t mask = 0;
       uint32_t depth = 0;
     };
-    std::vector<Building> b(1);
-    for (size_t i = 0; i < spellings.size(); ++i) {
-      uint32_t at = 0;
-      if (withMasks) b[0].mask |= uint64_t{1} << i;
-      for (unsigned char c : spellings[i]) {
-        auto it = b[at].children.find(c);
-        if (it == b[at].children.end()) {
-          b.push_back(Building{});
-          b.back().depth = b[at].depth + 1;
-          it = b[at].children.emplace(c, static_cast<uint32_t>(b.size() - 1)).first;
-        }
-        at = it->second;
-        if (withMasks) b[at].mask |= uint64_t{1} << i;
-      }
-      if (b[at].entry < 0) b[at].entry = static_cast<int32_t>(i);  // a repeated spelling keeps the first
+    std::vector<Building> nodes{1};
+    // The child of node `at` along `byte`, made when missing.
+    uint32_t child(uint32_t at, uint8_t byte) {
+      for (const auto& [c, next] : nodes[at].children)
+        if (c == byte) return next;
+      const uint32_t next = static_cast<uint32_t>(nodes.size());
+      nodes.push_back(Building{{}, -1, 0, nodes[at].depth + 1});
+      nodes[at].children.emplace_back(byte, next);
+      return next;
     }
+  };
+
+  // Writes a built trie into the tables (edges sorted by byte; minToEnd in one backward pass, children
+  // coming after their parents) and returns its root. Entry i weighs weights[i].
+  uint32_t emit(TrieBuild& b, const std::vector<uint64_t>& weights) {
     const uint32_t root = static_cast<uint32_t>(t_->trie.size());
-    for (const Building& node : b) {
+    for (TrieBuild::Building& node : b.nodes) {
+      std::sort(node.children.begin(), node.children.end());
       TrieNode n;
       n.entry = node.entry;
       n.entryMask = node.mask;
@@ -456,14 +458,28 @@ class Compiler {
       for (const auto& [byte, child] : node.children) t_->edges.push_back(TrieEdge{byte, root + child});
       t_->trie.push_back(n);
     }
-    // Children come after their parents, so one backward pass gives every minToEnd.
-    for (size_t i = b.size(); i-- > 0;) {
+    for (size_t i = b.nodes.size(); i-- > 0;) {
       TrieNode& n = t_->trie[root + i];
       n.minToEnd = n.entry >= 0 ? weights[static_cast<size_t>(n.entry)] : kNever;
       for (uint32_t e = 0; e < n.edgeCount; ++e)
         n.minToEnd = std::min(n.minToEnd, 1 + t_->trie[t_->edges[n.firstEdge + e].child].minToEnd);
     }
     return root;
+  }
+
+  // A trie of spellings; entry i ends at the end of spellings[i] and weighs weights[i].
+  uint32_t trie(const std::vector<std::string>& spellings, const std::vector<uint64_t>& weights, bool withMasks) {
+    TrieBuild b;
+    for (size_t i = 0; i < spellings.size(); ++i) {
+      uint32_t at = 0;
+      if (withMasks) b.nodes[0].mask |= uint64_t{1} << i;
+      for (unsigned char c : spellings[i]) {
+        at = b.child(at, c);
+        if (withMasks) b.nodes[at].mask |= uint64_t{1} << i;
+      }
+      if (b.nodes[at].entry < 0) b.nodes[at].entry = static_cast<int32_t>(i);  // a repeated spelling keeps the first
+    }
+    return emit(b, weights);
   }
 
   uint16_t addNode(const Node& n) {
@@ -600,59 +616,28 @@ class Compiler {
   // so at most kMaxSpanBytes characters' spellings (6 bytes for a \uXXXX) of nodes per start, however
   // many spans share it. Every entry is 0; `longest` gets the longest spelling. None when no span fits.
   std::optional<uint32_t> spanTrie(std::string_view text, uint32_t minLength, uint32_t maxLength, uint64_t* longest) {
-    struct Building {
-      std::vector<std::pair<uint8_t, uint32_t>> children;
-      bool end = false;
-      uint32_t depth = 0;
-    };
-    std::vector<Building> b(1);
-    const auto child = [&](uint32_t at, uint8_t byte) {
-      for (const auto& [c, next] : b[at].children)
-        if (c == byte) return next;
-      const uint32_t next = static_cast<uint32_t>(b.size());
-      b.push_back(Building{{}, false, b[at].depth + 1});
-      b[at].children.emplace_back(byte, next);
-      return next;
-    };
-    const std::vector<bool> cut = spanCuts(text);
-    const auto space = [&](size_t i) { return isSpaceByte(static_cast<unsigned char>(text[i])); };
+    const SpanRule rule(text);
+    TrieBuild b;
     bool any = false;
     for (size_t a = 0; a < text.size(); ++a) {
-      if (!cut[a] || space(a)) continue;
-      uint32_t at = child(0, '"');
+      if (!rule.startsAt(a)) continue;
+      uint32_t at = b.child(0, '"');
       uint32_t points = 0;
       for (size_t i = a; i < text.size();) {
-        size_t end = i + 1;  // one character
-        while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+        const size_t end = rule.next(i);  // one character
         if (end - a > kMaxSpanBytes || ++points > maxLength) break;
         const std::string quoted = json::quote(text.substr(i, end - i));
-        for (size_t k = 1; k + 1 < quoted.size(); ++k) at = child(at, static_cast<uint8_t>(quoted[k]));
+        for (size_t k = 1; k + 1 < quoted.size(); ++k) at = b.child(at, static_cast<uint8_t>(quoted[k]));
         i = end;
-        if (!cut[i] || space(i - 1) || points < minLength) continue;
-        const uint32_t close = child(at, '"');
-        b[close].end = any = true;
-        *longest = std::max<uint64_t>(*longest, b[close].depth);
+        if (!rule.endsAt(i) || points < minLength) continue;
+        const uint32_t close = b.child(at, '"');
+        b.nodes[close].entry = 0;
+        any = true;
+        *longest = std::max<uint64_t>(*longest, b.nodes[close].depth);
       }
     }
     if (!any) return std::nullopt;
-    const uint32_t root = static_cast<uint32_t>(t_->trie.size());
-    for (Building& node : b) {
-      std::sort(node.children.begin(), node.children.end());
-      TrieNode n;
-      n.entry = node.end ? 0 : -1;
-      n.depth = node.depth;
-      n.firstEdge = static_cast<uint32_t>(t_->edges.size());
-      n.edgeCount = static_cast<uint32_t>(node.children.size());
-      for (const auto& [byte, next] : node.children) t_->edges.push_back(TrieEdge{byte, root + next});
-      t_->trie.push_back(n);
-    }
-    for (size_t i = b.size(); i-- > 0;) {  // children come after their parents
-      TrieNode& n = t_->trie[root + i];
-      n.minToEnd = n.entry >= 0 ? 0 : kNever;
-      for (uint32_t e = 0; e < n.edgeCount; ++e)
-        n.minToEnd = std::min(n.minToEnd, 1 + t_->trie[t_->edges[n.firstEdge + e].child].minToEnd);
-    }
-    return root;
+    return emit(b, {0});
   }
 
   uint16_t number(const Schema& s) {
