@@ -92,7 +92,7 @@ test('the same request and seed give the same envelope in needle-run and needle-
     // the no-call bias decides the list from both engines' logprobs (docs/toolcall.md §8.4)
     for (const [bias, temperature] of [[0.7, 0], [-2, 1], [3, 0.7]])
       lines.push({ tools: [WEATHER, TIMER], request: 'Set a timer for 5 minutes', temperature, seed: 11, max_tokens: 96, no_call_bias: bias });
-    // span strings: the string values are spans of the request in both engines (§8.5)
+    // span strings: both engines build the same span trie and take the same draws from it (§8.5)
     for (const seed of [12, 13, 14])
       lines.push({ tools: [WEATHER, TIMER], request: 'Weather in Évora, “Alto Alentejo” please', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, span_strings: true });
     const batch = file('parity.jsonl', lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
