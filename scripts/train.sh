@@ -658,8 +658,8 @@ fi
 
 # --- calibrate -----------------------------------------------------------------------------------
 # The validation requests: the second half of each held-out split (examples 501-1000 at the full size).
-# calibrate.py writes calibration/calibration.json beside the archive, where evaluate.py looks for it.
-calibration="$(dirname "$archive")/calibration/calibration.json"
+# calibrate.py writes the archive's calibration where evaluate.py looks for it (evaluate.calibration_path).
+calibration=$("$python" -c 'import sys; sys.path.insert(0, "tools/train"); import evaluate; print(evaluate.calibration_path(sys.argv[1]))' "$archive")
 calibrate() {
   local skip=$((eval_examples / 2))
   "$python" tools/train/calibrate.py --archive "$archive" --data "$data" --build "$build" \
