@@ -118,7 +118,7 @@
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
 #              examples of A and a sequence longer than kv_window, without and with a sink
 #                                                                              -> build/train/parity.json
-#   calibrate  tools/train/calibrate.py: the archive's no-call bias, the one of 0, 0.5, 1, 1.5, 2 with
+#   calibrate  tools/train/calibrate.py: the archive's no-call bias, the one of its grid (0 to 2) with
 #              the most exact matches in needle-run on the validation requests (the second half of
 #              each held-out split; the evaluation asks the first 500)
 #                                                                              -> build/train/calibration/calibration.json

@@ -465,6 +465,29 @@ class Calibration(unittest.TestCase):
             self.assertEqual(calibration["no_call_bias"], best)
             self.assertIn("<- chosen", printed.getvalue())
             self.assertEqual(evaluate.calibrated_bias(archive)[0], best)
+            # --reuse: the biases evaluated before for this archive, data and requests are read, a new
+            # one is evaluated; an earlier evaluation of other requests is evaluated again.
+            bias0 = os.path.join(out, "bias-0", "results.json")
+            with open(bias0, encoding="utf-8") as f:
+                other = json.load(f)
+            other["skip"] = 2
+            with open(bias0, "w", encoding="utf-8") as f:
+                json.dump(other, f)
+            reuse = ["--archive", archive, "--data", data, "--build", build, "--skip", "1", "--count", "2",
+                     "--biases", "100,0,50", "--reuse"]
+            with contextlib.redirect_stdout(io.StringIO()) as printed:
+                self.assertEqual(calibrate.main(reuse), 0)
+            said = printed.getvalue()
+            self.assertIn("bias 100: the earlier evaluation", said)
+            self.assertNotIn("bias 0: the earlier evaluation", said)
+            self.assertNotIn("bias 50: the earlier evaluation", said)
+            with open(os.path.join(out, "calibration.json"), encoding="utf-8") as f:
+                widened = json.load(f)
+            self.assertEqual(sorted(widened["by_bias"]), ["0", "100", "50"])
+            for bias in ("0", "100"):
+                self.assertEqual(widened["by_bias"][bias], calibration["by_bias"][bias])
+            with open(bias0, encoding="utf-8") as f:
+                self.assertEqual(json.load(f)["skip"], 1)  # evaluated again
             with open(archive, "ab") as f:  # another archive: its calibration is not this one's
                 f.write(b"\0")
             self.assertEqual(evaluate.calibrated_bias(archive), (0.0, "none"))

@@ -2,8 +2,8 @@
 """calibrate.py: an archive's no-call bias, chosen on validation requests the evaluation never asks.
 
     /usr/bin/python3 tools/train/calibrate.py --archive build/train/needlework-tools.cact
-        [--data build/train/data] [--skip 500] [--count 500] [--biases 0,0.5,1,1.5,2]
-        [--build build] [--out build/train/calibration] [--jobs 2]
+        [--data build/train/data] [--skip 500] [--count 500] [--biases 0,0.5,1,1.25,1.5,1.75,2]
+        [--build build] [--out build/train/calibration] [--jobs 2] [--reuse]
 
 The no-call bias (docs/toolcall.md, "The no-call bias") is added to the log-odds of an empty call
 list where the list opens. About one training example in five answers [] (22% of the last run's
@@ -21,6 +21,10 @@ three accuracies; the smallest bias on a tie) is the archive's. Writes OUT/calib
 
 and OUT/bias-B/ (each evaluation's results), and prints the table. evaluate.py takes the bias of
 calibration/calibration.json beside the archive when its sha256 is the archive's (docs/evaluation.md).
+
+With --reuse, a bias whose OUT/bias-B/results.json is already there for the same archive (sha256),
+data, validation requests, bias, max tokens and span strings is read instead of evaluated again (to
+widen a grid by hand; needle-run must be the build that wrote it: the file does not say which).
 """
 from __future__ import annotations
 
@@ -35,6 +39,9 @@ sys.path.insert(0, HERE)
 
 import evaluate  # noqa: E402
 
+# Half steps, and quarter steps between 1 and 2, where the optimum of our last models lay (1.25 and 1.5).
+DEFAULT_BIASES = "0,0.5,1,1.25,1.5,1.75,2"
+
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -43,10 +50,12 @@ def parse_args(argv=None):
     ap.add_argument("--skip", type=int, default=500, help="validation starts after this many examples of "
                     "each split (default 500: the evaluation's)")
     ap.add_argument("--count", type=int, default=500, help="validation requests per split (default 500)")
-    ap.add_argument("--biases", default="0,0.5,1,1.5,2", help="the biases tried (default 0,0.5,1,1.5,2)")
+    ap.add_argument("--biases", default=DEFAULT_BIASES, help=f"the biases tried (default {DEFAULT_BIASES})")
     ap.add_argument("--build", default="build", help="build directory with bin/needle-run")
     ap.add_argument("--out", default=None, help="output directory (default: calibration/ beside the archive)")
     ap.add_argument("--jobs", type=int, default=2, help="evaluations at a time (default 2; one core each)")
+    ap.add_argument("--reuse", action="store_true", help="read a bias's earlier results.json in OUT when it "
+                    "is for the same archive, data, requests and settings instead of evaluating it again")
     args = ap.parse_args(argv)
     try:
         args.biases = sorted({float(b) for b in args.biases.split(",") if b.strip()})
@@ -67,6 +76,21 @@ def evaluation_command(args, bias: float, out: str) -> list:
             str(args.count), "--no-call-bias", repr(bias), "--out", out]
 
 
+def earlier_results(args, bias: float, out: str, archive_sha256: str) -> dict | None:
+    """--reuse: OUT/bias-B/results.json when it answers this very evaluation, else None."""
+    path = os.path.join(out, "results.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        results = json.load(f)
+    wanted = {"skip": args.skip, "count_per_split": args.count, "no_call_bias": bias,
+              "max_tokens": evaluate.DEFAULT_MAX_TOKENS, "span_strings": True,
+              "data": os.path.abspath(args.data)}
+    if results.get("archive", {}).get("sha256") != archive_sha256 or "needle-run" not in results.get("exact_match", {}):
+        return None
+    return results if all(results.get(k) == v for k, v in wanted.items()) else None
+
+
 def exact_by_split(results: dict) -> dict:
     figures = results["exact_match"]["needle-run"]
     row = {s: figures[s]["exact"]["count"] for s in evaluate.SPLITS}
@@ -79,8 +103,16 @@ def main(argv=None) -> int:
     if not os.path.exists(args.archive):
         raise SystemExit(f"--archive {args.archive} does not exist")
     os.makedirs(args.out, exist_ok=True)
-    pending = list(args.biases)
-    running, by_bias = [], {}
+    archive = evaluate.file_facts(args.archive)
+    pending, running, by_bias = [], [], {}
+    for bias in args.biases:
+        earlier = earlier_results(args, bias, os.path.join(args.out, f"bias-{bias:g}"), archive["sha256"]) \
+            if args.reuse else None
+        if earlier:
+            by_bias[bias] = exact_by_split(earlier)
+            print(f"calibrate: bias {bias:g}: the earlier evaluation in {args.out}")
+        else:
+            pending.append(bias)
     while pending or running:
         while pending and len(running) < args.jobs:
             bias = pending.pop(0)
@@ -100,7 +132,7 @@ def main(argv=None) -> int:
         with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
             by_bias[bias] = exact_by_split(json.load(f))
     best = max(args.biases, key=lambda b: (by_bias[b]["total"], -b))
-    calibration = {"archive": evaluate.file_facts(args.archive), "skip": args.skip, "count": args.count,
+    calibration = {"archive": archive, "skip": args.skip, "count": args.count,
                    "no_call_bias": best, "by_bias": {f"{b:g}": by_bias[b] for b in args.biases}}
     path = os.path.join(args.out, "calibration.json")
     with open(path, "w", encoding="utf-8") as f:

@@ -67,6 +67,7 @@ DEFAULT_ENGINES = ("float", "needle-run", "wasm")
 TARGETS = {"A": 0.95, "B": 0.80, "C": 0.95}
 AGREEMENT_TARGET = 0.99
 SHOWN_IN_FULL = 40  # mismatches.md: failures shown in full
+DEFAULT_MAX_TOKENS = 256  # reply tokens per request, as the page's default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -600,7 +601,8 @@ def parse_args(argv=None):
     ap.add_argument("--splits", default="A,B,C", help="which splits (default A,B,C)")
     ap.add_argument("--engines", default=",".join(DEFAULT_ENGINES),
                     help=f"comma list of {', '.join(ENGINES)} (default {','.join(DEFAULT_ENGINES)})")
-    ap.add_argument("--max-tokens", type=int, default=256, help="reply tokens at most (default 256)")
+    ap.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
+                    help=f"reply tokens at most (default {DEFAULT_MAX_TOKENS})")
     ap.add_argument("--no-call-bias", type=float, default=None, help="the requests' no_call_bias "
                     "(docs/toolcall.md, \"The no-call bias\"; default: calibrate.py's for this archive, from "
                     "calibration/calibration.json beside it when its sha256 is the archive's, else 0)")
