@@ -8,6 +8,11 @@
 # scripts/train.sh makes (build/train/needlework-tools.cact, build/train/checkpoint.pt,
 # build/train/data, build/train/tokenizer/tokenizer.model). Results: build/eval/results.json and
 # build/eval/mismatches.md. Options go to evaluate.py: `npm run eval -- --count 100`.
+#
+# --shipped (first): the shipped archive, models/needlework-tools.cact, in needle-run and wasm, asked as
+# the page asks it (evaluate.py takes its no-call bias from site/models.json), on the recipe's held-out
+# splits (made by `train.sh --data-only` when missing, about a minute); no training needed. Its float
+# checkpoint is not shipped: add --checkpoint and --engines to evaluate one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${NEEDLE_BUILD_DIR:-build}
@@ -18,4 +23,10 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$jobs" --target needle-run needle_toolcall
 bash scripts/build-engine.sh "$build/engine.wasm"
 JOBS=$jobs bash scripts/build-toolcall-wasm.sh "$build"
+if [ "${1:-}" = --shipped ]; then
+  shift
+  NEEDLE_BUILD_DIR=$build bash scripts/train.sh --data-only
+  exec /usr/bin/python3 tools/train/evaluate.py --build "$build" --archive models/needlework-tools.cact \
+    --data "${NEEDLE_TRAIN_DIR:-build/train}/data" --engines needle-run,wasm "$@"
+fi
 exec /usr/bin/python3 tools/train/evaluate.py --build "$build" "$@"

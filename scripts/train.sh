@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# train.sh [--install] [train.py options]: `npm run train`, our Needle 2 model from scratch, resumable.
+# train.sh [--install] [--data-only] [train.py options]: `npm run train`, our Needle 2 model from scratch,
+# resumable. --data-only stops after the data stage (the held-out splits, for `npm run eval -- --shipped`).
 # docs/training.md (the trainer), docs/training-data.md (the data), docs/evaluation.md (npm run eval).
 #
 # Stages, in order; each is skipped when its output is newer than its inputs, and each prints its time:
@@ -195,10 +196,12 @@ verb_misses_steps=${NEEDLE_TRAIN_VERB_MISSES_STEPS:-1765}
 verb_misses_options=("${late_schedule[@]}" --steps "$verb_misses_steps" --seed 61)
 
 install=0
+data_only=0
 train_options=()
 for arg in "$@"; do
   case "$arg" in
     --install) install=1 ;;
+    --data-only) data_only=1 ;;
     *) train_options+=("$arg") ;;
   esac
 done
@@ -370,6 +373,10 @@ elif [ -e "$data/train.jsonl" ] && [ "$checkpoint" -nt "$data/train.jsonl" ]; th
 else
   mkdir -p "$work"
   stage data make_data "$data" "$work/data.stamp"
+fi
+if [ $data_only = 1 ]; then
+  echo "train: --data-only: the data is in $data"
+  exit 0
 fi
 
 # --- tokenizer -----------------------------------------------------------------------------------

@@ -491,6 +491,26 @@ class Calibration(unittest.TestCase):
             with open(archive, "ab") as f:  # another archive: its calibration is not this one's
                 f.write(b"\0")
             self.assertEqual(evaluate.calibrated_bias(archive), (0.0, "none"))
+            # An archive the page lists (by sha256) without a calibration beside it: the page's bias.
+            listed = os.path.join(tmp, "models.json")
+            with open(listed, "w", encoding="utf-8") as f:
+                json.dump([{"name": "other", "sha256": "0" * 64, "no_call_bias": 3},
+                           {"name": "this", "sha256": evaluate.file_facts(archive)["sha256"], "no_call_bias": 0.75}], f)
+            self.assertEqual(evaluate.calibrated_bias(archive, listed), (0.75, os.path.relpath(listed)))
+            os.remove(os.path.join(out, "calibration.json"))
+            with open(archive, "rb") as f:
+                unlisted = f.read()[:-1]
+            with open(archive, "wb") as f:  # the calibrated archive again, now without its calibration
+                f.write(unlisted)
+            self.assertEqual(evaluate.calibrated_bias(archive, listed), (0.0, "none"))
+
+    def test_the_shipped_archive_is_asked_with_the_pages_bias(self):
+        import evaluate
+        with open(evaluate.MODELS_JSON, encoding="utf-8") as f:
+            shipped = json.load(f)[0]
+        archive = os.path.join(evaluate.ROOT, shipped["url"])  # the page's models/ is the repository's
+        self.assertEqual(evaluate.calibrated_bias(archive),
+                         (float(shipped["no_call_bias"]), os.path.relpath(evaluate.MODELS_JSON)))
 
 
 def main() -> int:

@@ -68,6 +68,7 @@ TARGETS = {"A": 0.95, "B": 0.80, "C": 0.95}
 AGREEMENT_TARGET = 0.99
 SHOWN_IN_FULL = 40  # mismatches.md: failures shown in full
 DEFAULT_MAX_TOKENS = 256  # reply tokens per request, as the page's default
+MODELS_JSON = os.path.join(ROOT, "site", "models.json")  # the page's models and how it asks them
 
 
 # ---------------------------------------------------------------------------------------------
@@ -102,18 +103,25 @@ def calibration_path(archive: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(archive)), "calibration", "calibration.json")
 
 
-def calibrated_bias(archive: str) -> tuple[float, str]:
+def calibrated_bias(archive: str, models_json: str = MODELS_JSON) -> tuple[float, str]:
     """The no-call bias calibrate.py chose for this archive (calibration_path, when its sha256 is the
-    archive's) and where it came from; (0, "none") when there is none."""
+    archive's), else the one the page asks a model of the archive's sha256 with (site/models.json: the
+    shipped archive, whose calibration stays in build/), and where it came from; (0, "none") when
+    neither knows the archive."""
+    sha256 = file_facts(archive)["sha256"]
     path = calibration_path(archive)
-    if not os.path.exists(path):
-        return 0.0, "none"
-    with open(path, encoding="utf-8") as f:
-        calibration = json.load(f)
-    if calibration.get("archive", {}).get("sha256") != file_facts(archive)["sha256"]:
-        say(f"{path} is another archive's calibration: no-call bias 0")
-        return 0.0, "none"
-    return float(calibration["no_call_bias"]), os.path.relpath(path)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            calibration = json.load(f)
+        if calibration.get("archive", {}).get("sha256") == sha256:
+            return float(calibration["no_call_bias"]), os.path.relpath(path)
+        say(f"{path} is another archive's calibration")
+    if os.path.exists(models_json):
+        with open(models_json, encoding="utf-8") as f:
+            for model in json.load(f):
+                if model.get("sha256") == sha256:
+                    return float(model.get("no_call_bias", 0.0)), os.path.relpath(models_json)
+    return 0.0, "none"
 
 
 def request_of(example: dict, max_tokens: int, no_call_bias: float = 0.0, span_strings: bool = False) -> dict:
