@@ -613,7 +613,8 @@ def parse_args(argv=None):
                     help=f"reply tokens at most (default {DEFAULT_MAX_TOKENS})")
     ap.add_argument("--no-call-bias", type=float, default=None, help="the requests' no_call_bias "
                     "(docs/toolcall.md, \"The no-call bias\"; default: calibrate.py's for this archive, from "
-                    "calibration/calibration.json beside it when its sha256 is the archive's, else 0)")
+                    "calibration/calibration.json beside it when its sha256 is the archive's, else the one of "
+                    "site/models.json's entry with that sha256, else 0)")
     ap.add_argument("--no-span-strings", dest="span_strings", action="store_false",
                     help="ask without span strings (docs/toolcall.md, \"Span strings\"; default: with them, as "
                     "site/models.json's span_strings asks the page to)")
