@@ -9,8 +9,8 @@
 # build/train/data, build/train/tokenizer/tokenizer.model). Results: build/eval/results.json and
 # build/eval/mismatches.md. Options go to evaluate.py: `npm run eval -- --count 100`.
 #
-# --shipped (first): the shipped archive, models/needlework-tools.cact, in needle-run and wasm, asked as
-# the page asks it (evaluate.py takes its no-call bias from site/models.json), on the recipe's held-out
+# --shipped (first): the shipped archive (the first of site/models.json, the page's default:
+# models/needlework-tools.cact) in needle-run and wasm, asked as the page asks it (evaluate.py takes its no-call bias from site/models.json), on the recipe's held-out
 # splits (made by `train.sh --data-only` when missing, about a minute); no training needed. Its float
 # checkpoint is not shipped: add --checkpoint and --engines to evaluate one.
 set -euo pipefail
@@ -26,7 +26,8 @@ JOBS=$jobs bash scripts/build-toolcall-wasm.sh "$build"
 if [ "${1:-}" = --shipped ]; then
   shift
   NEEDLE_BUILD_DIR=$build bash scripts/train.sh --data-only
-  exec /usr/bin/python3 tools/train/evaluate.py --build "$build" --archive models/needlework-tools.cact \
+  shipped=$(node -e 'console.log(require("./site/models.json")[0].url)')
+  exec /usr/bin/python3 tools/train/evaluate.py --build "$build" --archive "$shipped" \
     --data "${NEEDLE_TRAIN_DIR:-build/train}/data" --engines needle-run,wasm "$@"
 fi
 exec /usr/bin/python3 tools/train/evaluate.py --build "$build" "$@"
