@@ -617,6 +617,13 @@ class Compiler {
   // many spans share it. Every entry is 0; `longest` gets the longest spelling. None when no span fits.
   std::optional<uint32_t> spanTrie(std::string_view text, uint32_t minLength, uint32_t maxLength, uint64_t* longest) {
     const SpanRule rule(text);
+    // Each character's spelling once (json::quote's, without the quotes): a start's walk reads those of
+    // up to kMaxSpanBytes characters, and every character is on the walks of the starts before it.
+    std::vector<std::string> spelling(text.size());
+    for (size_t i = 0; i < text.size(); i = rule.next(i)) {
+      const std::string quoted = json::quote(text.substr(i, rule.next(i) - i));
+      spelling[i] = quoted.substr(1, quoted.size() - 2);
+    }
     TrieBuild b;
     bool any = false;
     for (size_t a = 0; a < text.size(); ++a) {
@@ -626,8 +633,7 @@ class Compiler {
       for (size_t i = a; i < text.size();) {
         const size_t end = rule.next(i);  // one character
         if (end - a > kMaxSpanBytes || ++points > maxLength) break;
-        const std::string quoted = json::quote(text.substr(i, end - i));
-        for (size_t k = 1; k + 1 < quoted.size(); ++k) at = b.child(at, static_cast<uint8_t>(quoted[k]));
+        for (unsigned char c : spelling[i]) at = b.child(at, c);
         i = end;
         if (!rule.endsAt(i) || points < minLength) continue;
         const uint32_t close = b.child(at, '"');
