@@ -274,6 +274,10 @@ Request parseRequest(const Value& v) {
       r.noCallBias = realOf(x, k);
       if (std::fabs(r.noCallBias) > kNoCallBiasLimit)
         badKey(k, "must be a number from -" + str(kNoCallBiasLimit) + " to " + str(kNoCallBiasLimit));
+    } else if (k == "no_call_doubt") {
+      r.noCallDoubt = realOf(x, k);
+      if (!(r.noCallDoubt >= 0 && r.noCallDoubt <= kNoCallDoubtLimit))
+        badKey(k, "must be a number from 0 to " + str(kNoCallDoubtLimit));
     } else if (k == "span_strings") {
       r.spanStrings = boolOf(x, k);
     } else {
@@ -294,18 +298,27 @@ Envelope errorEnvelope(std::string message) {
   return e;
 }
 
+// Calls as the envelope writes them: [{"name", "arguments"}], compact.
+static std::string callsJson(const std::vector<FunctionCall>& calls) {
+  std::string out = "[";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (i) out += ',';
+    out += "{\"name\":" + json::quote(calls[i].name) + ",\"arguments\":" + json::compact(calls[i].arguments) + "}";
+  }
+  return out + "]";
+}
+
 std::string envelopeJson(const Envelope& e) {
   std::string out = "{\"type\":\"" + std::string(e.type()) + "\"";
   out += ",\"success\":" + std::string(e.success ? "true" : "false");
   out += ",\"error\":" + (e.error.empty() ? std::string("null") : json::quote(e.error));
-  out += ",\"function_calls\":[";
-  for (size_t i = 0; i < e.calls.size(); ++i) {
-    if (i) out += ',';
-    out += "{\"name\":" + json::quote(e.calls[i].name) + ",\"arguments\":" + json::compact(e.calls[i].arguments) + "}";
-  }
-  out += "],\"reasoning\":" + json::quote(e.reasoning);
+  out += ",\"function_calls\":" + callsJson(e.calls);
+  out += ",\"reasoning\":" + json::quote(e.reasoning);
   out += ",\"text\":" + json::quote(e.text);
   out += ",\"confidence\":" + (e.confidence ? f32Json(*e.confidence) : std::string("null"));
+  out += ",\"no_call_margin\":" + (e.noCallMargin ? f32Json(*e.noCallMargin) : std::string("null"));
+  out += ",\"call_doubt\":" + (e.callDoubt ? f32Json(*e.callDoubt) : std::string("null"));
+  out += ",\"withdrawn_calls\":" + callsJson(e.withdrawnCalls);
   out += ",\"prompt_tokens\":" + str(e.promptTokens);
   out += ",\"pinned_tokens\":" + str(e.pinnedTokens);
   out += ",\"reused_prompt_tokens\":" + str(e.reusedPromptTokens);
@@ -400,9 +413,14 @@ struct Session::Run {
   bool inCall = false;
   double callLogprobSum = 0;
   uint32_t callLogprobCount = 0;
-  // The no-call decision (§8.4): the call block's text so far and which way the list went.
+  // The no-call decision (§8.4): the call block's text so far and which way the list went; once the
+  // list opened with a call, the drawn call tokens after the deciding one (the call's doubt).
   enum class ListChoice : uint8_t { Open, Empty, Calls };
   ListChoice listChoice = ListChoice::Open;
+  double margin = 0;                  // log P(empty) - log P(calls) at the decision (env.noCallMargin)
+  bool decidingDraw = false;          // the next appended token is the one the decision drew
+  double doubtSum = 0;                // minus the log-probs of those tokens
+  uint32_t doubtCount = 0;
   std::string callText;               // the call block's first bytes (after <tool_call>; 2 suffice)
   std::vector<uint32_t> choiceMask;
 
@@ -508,7 +526,12 @@ struct Session::Run {
     if (!forced && inCall) {
       callLogprobSum += static_cast<double>(logprob);
       ++callLogprobCount;
+      if (listChoice == ListChoice::Calls && !decidingDraw) {
+        doubtSum -= static_cast<double>(logprob);
+        ++doubtCount;
+      }
     }
+    decidingDraw = false;
     if (inCall && callText.size() < 2) callText += model.tokenizer().pieceBytes(id);
     if (id == markerId(Marker::ToolCall)) inCall = true;
     if (id == markerId(Marker::ToolCallEnd)) inCall = false;
@@ -660,20 +683,28 @@ struct Session::Run {
     return best + std::log(sum);
   }
 
-  // The no-call bias (docs/toolcall.md §8.4): at a draw where the call list is still open (the call
-  // block so far is "" or "[") and the mask allows both a token that closes it empty and one that
-  // does not, the list is empty when log P(empty) + bias > log P(calls), each side the summed
-  // probability of its allowed tokens; the draw (and, after a lone "[", the next one) then keeps
-  // only that side's tokens. Bias 0 leaves the mask alone: the plain draw of §8 step 7.
+  // The no-call decision (docs/toolcall.md §8.4): at a draw where the call list is still open (the
+  // call block so far is "" or "[") and the mask allows both a token that closes it empty and one
+  // that does not, the margin is log P(empty) - log P(calls), each side the summed probability of
+  // its allowed tokens, and the list is empty when margin + bias > 0; the draw (and, after a lone
+  // "[", the next one) then keeps only that side's tokens. Bias and doubt 0 leave the mask alone
+  // (the plain draw of §8 step 7); the margin is kept in the envelope either way.
   const uint32_t* applyNoCallBias(const uint32_t* mask) {
-    if (req.noCallBias == 0 || !inCall || listChoice == ListChoice::Empty) return mask;
+    if (!inCall || listChoice == ListChoice::Empty) return mask;
     if (!(callText.empty() || callText == "[")) return mask;
     std::vector<uint32_t> empty, calls;
     for (uint32_t id = 0; id < model.table().vocabSize(); ++id)
       if (maskAllows(mask, id)) (closesEmpty(id) ? empty : calls).push_back(id);
     if (empty.empty() || calls.empty()) return mask;  // no choice here (or none left by the budget)
-    if (listChoice == ListChoice::Open)
-      listChoice = logProbOf(empty) + req.noCallBias > logProbOf(calls) ? ListChoice::Empty : ListChoice::Calls;
+    if (!env.noCallMargin) {
+      margin = logProbOf(empty) - logProbOf(calls);
+      env.noCallMargin = static_cast<float>(margin);
+    }
+    if (req.noCallBias == 0 && req.noCallDoubt == 0) return mask;
+    if (listChoice == ListChoice::Open) {
+      listChoice = margin + req.noCallBias > 0 ? ListChoice::Empty : ListChoice::Calls;
+      decidingDraw = true;
+    }
     choiceMask.assign(maskWords(model.vocab()), 0);
     for (uint32_t id : listChoice == ListChoice::Empty ? empty : calls) maskAllow(choiceMask.data(), id);
     return choiceMask.data();
@@ -755,6 +786,20 @@ struct Session::Run {
     backend.feed(rest, true);
   }
 
+  // The doubt half of the no-call decision (§8.4), once the reply is read: the calls' doubt is minus
+  // the mean log-prob of their drawn tokens after the deciding one; with no_call_doubt the calls are
+  // withdrawn (the list counts as empty) when margin + bias + no_call_doubt x doubt > 0.
+  void weighDoubt() {
+    if (listChoice != ListChoice::Calls || !env.noCallMargin) return;
+    const double doubt = doubtCount ? doubtSum / static_cast<double>(doubtCount) : 0.0;
+    env.callDoubt = static_cast<float>(doubt);
+    if (req.noCallDoubt == 0 || env.calls.empty()) return;
+    if (margin + req.noCallBias + req.noCallDoubt * doubt > 0) {
+      env.withdrawnCalls = std::move(env.calls);
+      env.calls.clear();
+    }
+  }
+
   // docs/toolcall.md, "Confidence": min(sigmoid(head logit), exp(mean logprob of the sampled call
   // tokens)), in f32.
   void confidence() {
@@ -787,6 +832,7 @@ struct Session::Run {
 
     const Reply reply = parseReply(env.text, offered, allowText);
     env.calls = reply.calls;
+    weighDoubt();
     env.reasoning = reply.reasoning;
     env.generatedTokens = static_cast<uint32_t>(env.replyIds.size());
     env.error = reply.error;

@@ -112,6 +112,8 @@ class SessionModel {
 
 // |no_call_bias| at most: a log-odds shift past it leaves no decision to the model.
 constexpr uint32_t kNoCallBiasLimit = 100;
+// no_call_doubt at most (it is a weight on the call's doubt, §8.4, so never below 0).
+constexpr uint32_t kNoCallDoubtLimit = 100;
 
 // One request (docs/toolcall.md, "The request"; parseRequest reads its JSON form).
 struct Request {
@@ -125,6 +127,7 @@ struct Request {
   uint64_t seed = 0;
   bool useHeads = true;         // rank tools (more than 5, contrastive head) and give confidence
   float noCallBias = 0;         // added to the log-odds of an empty call list at its decision (§8.4)
+  float noCallDoubt = 0;        // the weight of the drawn call's doubt in that decision (§8.4)
   bool spanStrings = false;     // free string values are spans of the user's request (§8.5)
 };
 
@@ -144,6 +147,9 @@ struct Envelope {
   std::string reasoning;                // inside <think>...</think>
   std::string text;                     // the reply as generated, markers spelled, invalid bytes U+FFFD
   std::optional<float> confidence;      // with the confidence head
+  std::optional<float> noCallMargin;    // log P(empty) - log P(calls) where the call list opened (§8.4)
+  std::optional<float> callDoubt;       // minus the mean log-prob of the calls' drawn tokens after it
+  std::vector<FunctionCall> withdrawnCalls;  // calls the doubt took back (no_call_doubt, §8.4)
   uint32_t promptTokens = 0, pinnedTokens = 0, generatedTokens = 0, forcedTokens = 0;
   uint32_t reusedPromptTokens = 0;      // prompt positions restored from the backend's snapshot
   std::vector<uint32_t> replyIds;

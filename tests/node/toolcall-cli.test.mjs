@@ -19,7 +19,8 @@ const skip = !micro || !small ? 'needs build/models' : !needleRun ? 'needs build
   : !fs.existsSync(toolcallPath) ? 'needs the tool-call module (scripts/build-toolcall-wasm.sh)' : false;
 
 // Everything the session decides; the timings and memory differ between the engines by nature.
-const SAME = ['type', 'success', 'error', 'function_calls', 'reasoning', 'text', 'confidence', 'prompt_tokens',
+const SAME = ['type', 'success', 'error', 'function_calls', 'reasoning', 'text', 'confidence', 'no_call_margin',
+  'call_doubt', 'withdrawn_calls', 'prompt_tokens',
   'pinned_tokens', 'reused_prompt_tokens', 'generated_tokens', 'forced_tokens', 'reply_ids', 'tools_offered'];
 const decided = (envelope) => Object.fromEntries(SAME.map((k) => [k, envelope[k]]));
 
@@ -92,6 +93,10 @@ test('the same request and seed give the same envelope in needle-run and needle-
     // the no-call bias decides the list from both engines' logprobs (docs/toolcall.md §8.4)
     for (const [bias, temperature] of [[0.7, 0], [-2, 1], [3, 0.7]])
       lines.push({ tools: [WEATHER, TIMER], request: 'Set a timer for 5 minutes', temperature, seed: 11, max_tokens: 96, no_call_bias: bias });
+    // the no-call doubt weighs the call's own log-probs from both engines (§8.4): a low weight that
+    // keeps the calls and a high one that withdraws them
+    for (const [seed, doubt] of [[16, 100], [22, 100], [16, 0.5], [22, 0.5]])
+      lines.push({ tools: [WEATHER, TIMER], request: 'Set a timer for 5 minutes', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, no_call_doubt: doubt });
     // span strings: both engines build the same span trie and take the same draws from it (§8.5)
     for (const seed of [12, 13, 14])
       lines.push({ tools: [WEATHER, TIMER], request: 'Weather in Évora, “Alto Alentejo” please', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, span_strings: true });
@@ -115,6 +120,13 @@ test('the same request and seed give the same envelope in needle-run and needle-
         calls += a[i].function_calls.length;
       }
       assert.ok(calls > 0, `${path.basename(archive)}: no reply holds a call`);
+      // every reply whose list was decided gives its margin, and the weighed ones their doubt
+      const weighed = a.filter((e, i) => lines[i].no_call_doubt !== undefined);
+      assert.ok(weighed.every((e) => typeof e.no_call_margin === 'number' && typeof e.call_doubt === 'number'));
+      assert.ok(weighed.some((e) => e.withdrawn_calls.length > 0 && e.function_calls.length === 0),
+        `${path.basename(archive)}: no call withdrawn`);
+      assert.ok(weighed.some((e) => e.withdrawn_calls.length === 0 && e.function_calls.length > 0),
+        `${path.basename(archive)}: every call withdrawn`);
       // micro has probe heads (a confidence), small has none
       assert.equal(a.every((e) => e.confidence === null), archive === small);
     }

@@ -87,12 +87,12 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   REQUIRE(essence(r.out) == essence(tc::envelopeJson(session.complete(native, request))));
   const needle::json::Value v = needle::json::parse(r.out);
   for (const char* key : {"type", "success", "error", "function_calls", "reasoning", "text", "confidence",
-                          "prompt_tokens", "pinned_tokens", "reused_prompt_tokens", "generated_tokens",
+                          "no_call_margin", "call_doubt", "withdrawn_calls", "prompt_tokens", "pinned_tokens", "reused_prompt_tokens", "generated_tokens",
                           "forced_tokens", "reply_ids",
                           "tools_offered", "time_to_first_token_ms", "prefill_tps", "decode_tps", "constraint_ms",
                           "peak_memory_bytes"})
     REQUIRE(v.find(key) != nullptr);
-  REQUIRE(v.members.size() == 19);
+  REQUIRE(v.members.size() == 22);
   REQUIRE(v.find("reused_prompt_tokens")->text == "0");  // one request: nothing to reuse
   REQUIRE(std::stod(v.find("peak_memory_bytes")->text) > 1e6);
 
@@ -124,6 +124,17 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   const Result far = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-bias 101 hi");
   REQUIRE(far.status == 2);
   REQUIRE(far.err.find("--no-call-bias must be from -100 to 100") != std::string::npos);
+  // --no-call-doubt reaches the session: the session's envelope for the same bias and weight.
+  const Result doubted = run(dir, "--archive " + archive + " --tools " + tools +
+                                      " --temperature 1 --seed 42 --no-call-bias -1 --no-call-doubt 0.5 " +
+                                      quote("What's the weather in Paris?"));
+  REQUIRE(doubted.status == 0);
+  request.noCallBias = -1;
+  request.noCallDoubt = 0.5f;
+  REQUIRE(essence(doubted.out) == essence(tc::envelopeJson(session.complete(native, request))));
+  const Result negative = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-doubt -1 hi");
+  REQUIRE(negative.status == 2);
+  REQUIRE(negative.err.find("--no-call-doubt must be from 0 to 100") != std::string::npos);
 }
 
 TEST_CASE("needle-run --history and --batch", "[session][cli]") {

@@ -412,6 +412,96 @@ TEST_CASE("the no-call bias decides the list where it opens, at the log-odds wor
   REQUIRE(decided == 6);
 }
 
+namespace {
+
+// Minus the mean log-prob of the reply's drawn call tokens after the first (the one the no-call
+// decision drew), worked out here with the Reference; nullopt when there are none.
+std::optional<double> callDoubt(const Loaded& l, const tc::Request& r, const tc::Envelope& env,
+                                const RecordingBackend& backend) {
+  needle::ReferenceOptions o;
+  o.a8 = true;
+  o.sink = env.pinnedTokens;
+  needle::Reference ref(l.model, o);
+  const std::vector<uint32_t> prompt = expectedPrompt(l, r, r.tools);
+  std::vector<float> logits;
+  for (size_t i = 0; i < prompt.size(); ++i) logits = ref.step(prompt[i], i + 1 == prompt.size());
+  const uint32_t open = l.session->table().markerId(tc::Marker::ToolCall);
+  const uint32_t close = l.session->table().markerId(tc::Marker::ToolCallEnd);
+  bool inCall = false, decided = false;
+  double sum = 0;
+  uint32_t count = 0;
+  for (size_t i = 0; i < env.replyIds.size(); ++i) {
+    const uint32_t id = env.replyIds[i];
+    if (inCall && !backend.forced[i]) {
+      if (decided) {
+        sum -= needle::logprob(logits, id);
+        ++count;
+      }
+      decided = true;
+    }
+    if (id == open) inCall = true;
+    if (id == close) inCall = false;
+    if (i + 1 < env.replyIds.size()) logits = ref.step(id, true);
+  }
+  if (!count) return std::nullopt;
+  return sum / count;
+}
+
+// Calls as the envelope writes them.
+std::string callsJson(const std::vector<tc::FunctionCall>& calls) {
+  tc::Envelope e;
+  e.calls = calls;
+  return tc::envelopeJson(e);
+}
+
+}  // namespace
+
+TEST_CASE("the no-call doubt withdraws a call past the threshold worked out here", "[session]") {
+  const Loaded& l = micro();
+  tc::Session session(*l.session);
+  DrawRecordingBackend backend(l);
+  size_t weighed = 0;
+  for (const char* text : {"What's the weather in Paris?", "set a timer for 5 minutes", "hello there"}) {
+    tc::Request r = request(text);
+    backend.clear();
+    backend.draws.clear();
+    const tc::Envelope plain = session.complete(backend, r);
+    const std::optional<double> margin = emptyMinusCalls(l, r, plain, backend);
+    REQUIRE(margin);
+    // The margin is in the envelope with no bias too; no decision was made, so no doubt.
+    REQUIRE(plain.noCallMargin);
+    REQUIRE(std::fabs(*plain.noCallMargin - *margin) <= 1e-4 * std::max(1.0, std::fabs(*margin)));
+    REQUIRE(!plain.callDoubt);
+    // A bias that leaves the list to the calls by 0.5 nats: the call and its doubt.
+    r.noCallBias = static_cast<float>(-*margin - 0.5);
+    backend.clear();
+    const tc::Envelope called = session.complete(backend, r);
+    checkConstrainedReply(l, r, called, backend.streamed);
+    REQUIRE(!called.calls.empty());
+    REQUIRE(called.withdrawnCalls.empty());
+    const std::optional<double> doubt = callDoubt(l, r, called, backend);
+    if (!doubt || *doubt < 0.01) continue;  // every call token after the decision forced: no doubt to weigh
+    REQUIRE(called.callDoubt);
+    REQUIRE(std::fabs(*called.callDoubt - *doubt) <= 1e-4 * std::max(1.0, *doubt));
+    // Just past the threshold either way: margin + bias + weight x doubt against 0.
+    const double bias = static_cast<double>(r.noCallBias);
+    for (const double step : {-0.01, 0.01}) {
+      r.noCallDoubt = static_cast<float>((-*margin - bias + step) / *doubt);
+      backend.clear();
+      const tc::Envelope env = session.complete(backend, r);
+      INFO(text << ": margin " << *margin << ", doubt " << *doubt << ", weight " << r.noCallDoubt);
+      REQUIRE(env.text == called.text);  // the reply is drawn alike; only the reading differs
+      REQUIRE(env.calls.empty() == (step > 0));
+      REQUIRE(callsJson(env.calls.empty() ? env.withdrawnCalls : env.calls) == callsJson(called.calls));
+      REQUIRE(env.withdrawnCalls.empty() == (step < 0));
+      REQUIRE(std::string(env.type()) == (step > 0 ? "respond" : "call"));
+    }
+    r.noCallDoubt = 0;
+    ++weighed;
+  }
+  REQUIRE(weighed >= 1);
+}
+
 TEST_CASE("span strings: every free string of a call is a span of the request", "[session]") {
   const Loaded& l = micro();
   tc::Session session(*l.session);
@@ -521,7 +611,8 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   const tc::Request r = tc::parseRequest(
       R"({"tools":"[{\"name\":\"a\"}]","request":"hi","system":"date: today","max_tokens":12,"constrain":false,)"
       R"("temperature":0.7,"top_k":40,"top_p":0.9,"min_p":0.05,"repeat_penalty":1.1,"repeat_window":64,)"
-      R"("seed":"18446744073709551615","use_heads":false,"no_call_bias":-1.5,"span_strings":true})");
+      R"("seed":"18446744073709551615","use_heads":false,"no_call_bias":-1.5,"no_call_doubt":0.75,)"
+      R"("span_strings":true})");
   REQUIRE(r.tools.size() == 1);
   REQUIRE(r.tools[0].name == "a");
   REQUIRE(*r.request == "hi");
@@ -537,8 +628,10 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   REQUIRE(r.seed == 18446744073709551615ull);
   REQUIRE(!r.useHeads);
   REQUIRE(r.noCallBias == -1.5f);
+  REQUIRE(r.noCallDoubt == 0.75f);
   REQUIRE(r.spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallBias == 0);
+  REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallDoubt == 0);
   REQUIRE(!tc::parseRequest(R"({"tools":[],"request":""})").spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":12345678901234567890})").seed == 12345678901234567890ull);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":1e3})").seed == 1000);
@@ -568,6 +661,10 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   CHECK(error(R"({"tools":[],"request":"x","span_strings":"yes"})") == "request: \"span_strings\" must be true or false");
   CHECK(error(R"({"tools":[],"request":"x","no_call_bias":100.5})") ==
         "request: \"no_call_bias\" must be a number from -100 to 100");
+  for (const char* doubt : {"-0.5", "100.5"})
+    CHECK(error(R"({"tools":[],"request":"x","no_call_doubt":)" + std::string(doubt) + "}") ==
+          "request: \"no_call_doubt\" must be a number from 0 to 100");
+  CHECK(error(R"({"tools":[],"request":"x","no_call_doubt":null})") == "request: \"no_call_doubt\" must be a number");
   CHECK(error(R"({"tools":{},"request":"x"})") ==
         "request: \"tools\" must be an array of tools or a string of tools JSON");
   CHECK(error(R"({"tools":"[{\"name\":\"a\",\n\"parameters\":{]","request":"x"})") ==
@@ -592,6 +689,9 @@ TEST_CASE("the envelope JSON: keys in order and null where absent", "[session]")
   e.reasoning = "r";
   e.text = " <tool_call>[]";
   e.confidence = 0.25f;
+  e.noCallMargin = -2.5f;
+  e.callDoubt = 0.125f;
+  e.withdrawnCalls.push_back(c);
   e.promptTokens = 100;
   e.pinnedTokens = 80;
   e.reusedPromptTokens = 80;
@@ -606,13 +706,16 @@ TEST_CASE("the envelope JSON: keys in order and null where absent", "[session]")
   e.peakMemoryBytes = 123456789;
   REQUIRE(tc::envelopeJson(e) ==
           R"({"type":"call","success":true,"error":null,"function_calls":[{"name":"get_weather","arguments":{"location":"K\u00f6ln"}}],)"
-          R"("reasoning":"r","text":" <tool_call>[]","confidence":0.25,"prompt_tokens":100,"pinned_tokens":80,"reused_prompt_tokens":80,)"
+          R"("reasoning":"r","text":" <tool_call>[]","confidence":0.25,"no_call_margin":-2.5,"call_doubt":0.125,)"
+          R"("withdrawn_calls":[{"name":"get_weather","arguments":{"location":"K\u00f6ln"}}],)"
+          R"("prompt_tokens":100,"pinned_tokens":80,"reused_prompt_tokens":80,)"
           R"("generated_tokens":3,"forced_tokens":1,"reply_ids":[7,8,9],"tools_offered":["a","b"],)"
           R"("time_to_first_token_ms":1.500,"prefill_tps":1000.0,"decode_tps":100.0,"constraint_ms":0.000,)"
           R"("peak_memory_bytes":123456789})");
   REQUIRE(tc::envelopeJson(tc::errorEnvelope("tool \"t\": \"name\" is empty")) ==
           R"({"type":"respond","success":false,"error":"tool \"t\": \"name\" is empty","function_calls":[],)"
-          R"("reasoning":"","text":"","confidence":null,"prompt_tokens":0,"pinned_tokens":0,"reused_prompt_tokens":0,"generated_tokens":0,)"
+          R"("reasoning":"","text":"","confidence":null,"no_call_margin":null,"call_doubt":null,"withdrawn_calls":[],)"
+          R"("prompt_tokens":0,"pinned_tokens":0,"reused_prompt_tokens":0,"generated_tokens":0,)"
           R"("forced_tokens":0,"reply_ids":[],"tools_offered":null,"time_to_first_token_ms":0.000,"prefill_tps":0.0,)"
           R"("decode_tps":0.0,"constraint_ms":0.000,"peak_memory_bytes":0})");
 }
