@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""calibrate.py: an archive's no-call bias, chosen on validation requests the evaluation never asks.
+"""calibrate.py: an archive's no-call bias and doubt, chosen on validation requests the evaluation
+never asks.
 
     /usr/bin/python3 tools/train/calibrate.py --archive build/train/needlework-tools.cact
         [--data build/train/data] [--skip 500] [--count 500] [--biases 0,0.5,1,1.5,2]
-        [--build build] [--out build/train/calibration] [--jobs 2] [--reuse]
+        [--doubts 0.5,1,1.5,2,2.5,3] [--build build] [--out build/train/calibration] [--jobs 2] [--reuse]
 
 The no-call bias (docs/toolcall.md, "The no-call bias") is added to the log-odds of an empty call
 list where the list opens. About one training example in five answers [] (22% of the last run's
@@ -14,13 +15,25 @@ The evaluation scores the first 500 requests of each held-out split; the validat
 next --count of each (after --skip). For each bias of --biases, needle-run answers all of them
 (`evaluate.py --engines needle-run --skip S --count N --no-call-bias B`, --jobs at a time); the bias
 with the most exact matches over A, B and C together (equal counts per split, so the mean of the
-three accuracies; the smallest bias on a tie) is the archive's. Writes OUT/calibration.json:
+three accuracies; the smallest bias on a tie) is the archive's.
 
-    {"archive": {path, bytes, sha256}, "skip": 500, "count": 500, "no_call_bias": 1.5,
-     "by_bias": {"0": {"A": 257, "B": 107, "C": 345, "total": 709}, ...}}
+The no-call doubt (the weight of a drawn call's doubt in the same decision: its calls are withdrawn
+when margin + bias + doubt weight x doubt > 0) is chosen from one more evaluation, at bias -100
+(OUT/forced/): every request gets its call, and its envelope gives the decision's margin and the
+call's doubt. With greedy decoding the call drawn after the decision does not depend on the bias, so
+each (bias, weight) of --biases x --doubts is worked out from those envelopes instead of asked
+again; the same working at weight 0 must give every bias's evaluated counts, or calibrate.py stops
+(the check that the working is the session's). A pair with a weight is chosen over the best bias
+alone only when its total is higher (the smallest weight, then the smallest bias, on a tie); --doubts
+"" leaves the doubt out. Writes OUT/calibration.json:
 
-and OUT/bias-B/ (each evaluation's results), and prints the table. evaluate.py takes the bias of
-calibration/calibration.json beside the archive when its sha256 is the archive's (docs/evaluation.md).
+    {"archive": {path, bytes, sha256}, "skip": 500, "count": 500, "no_call_bias": 1, "no_call_doubt": 1,
+     "by_bias": {"0": {"A": 257, "B": 107, "C": 345, "total": 709}, ...},
+     "by_doubt": {"0.5": {"0": {"A": ..., "total": ...}, ...}, ...}}
+
+and OUT/bias-B/ and OUT/forced/ (each evaluation's results), and prints the tables. evaluate.py takes
+the bias and doubt of calibration/calibration.json beside the archive when its sha256 is the archive's
+(docs/evaluation.md).
 
 With --reuse, a bias whose OUT/bias-B/results.json is already there for the same archive (sha256),
 data, validation requests, bias, max tokens and span strings is read instead of evaluated again (to
@@ -42,6 +55,8 @@ import evaluate  # noqa: E402
 # Half steps: quarter steps between 1 and 2 moved the shipped archive's validation total by a few
 # requests either way, within its noise (docs/evaluation.md, "The no-call bias").
 DEFAULT_BIASES = "0,0.5,1,1.5,2"
+DEFAULT_DOUBTS = "0.5,1,1.5,2,2.5,3"
+FORCED_BIAS = -100.0  # every request gets its call (the session's limit)
 
 
 def parse_args(argv=None):
@@ -52,6 +67,8 @@ def parse_args(argv=None):
                     "each split (default 500: the evaluation's)")
     ap.add_argument("--count", type=int, default=500, help="validation requests per split (default 500)")
     ap.add_argument("--biases", default=DEFAULT_BIASES, help=f"the biases tried (default {DEFAULT_BIASES})")
+    ap.add_argument("--doubts", default=DEFAULT_DOUBTS, help="the no-call doubt weights tried with each bias, "
+                    f"worked out from one evaluation at bias -100 (default {DEFAULT_DOUBTS}; \"\": none)")
     ap.add_argument("--build", default="build", help="build directory with bin/needle-run")
     ap.add_argument("--out", default=None, help="output directory (default: calibration/ beside the archive)")
     ap.add_argument("--jobs", type=int, default=2, help="evaluations at a time (default 2; one core each)")
@@ -64,6 +81,12 @@ def parse_args(argv=None):
         ap.error(f"--biases: not a comma list of numbers: {args.biases!r}")
     if not args.biases:
         ap.error("--biases: give at least one bias")
+    try:
+        args.doubts = sorted({float(w) for w in args.doubts.split(",") if w.strip()})
+    except ValueError:
+        ap.error(f"--doubts: not a comma list of numbers: {args.doubts!r}")
+    if any(not 0 < w <= 100 for w in args.doubts):
+        ap.error("--doubts: each weight must be above 0 and at most 100")
     if args.skip < 0 or args.count < 1 or args.jobs < 1:
         ap.error("--skip must be at least 0, --count and --jobs at least 1")
     if args.out is None:
@@ -99,53 +122,119 @@ def exact_by_split(results: dict) -> dict:
     return row
 
 
+def forced_rows(args, out: str) -> list:
+    """(split, gold, margin, doubt, calls) per validation request from the evaluation at bias -100 in
+    OUT (the envelopes of evaluate.py, in its order: the splits, then the requests)."""
+    golds = []
+    for split in evaluate.SPLITS:
+        golds += [(split, gold) for _ex, gold in
+                  evaluate.load_split(os.path.join(args.data, f"{split}.jsonl"), args.count, args.skip)]
+    with open(os.path.join(out, "envelopes-needle-run.jsonl"), encoding="utf-8") as f:
+        envelopes = [evaluate.parse_exact(line) for line in f if line.strip()]
+    if len(envelopes) != len(golds):
+        raise SystemExit(f"calibrate: {out} holds {len(envelopes)} envelopes for {len(golds)} requests")
+    return [(split, gold, e.get("no_call_margin"), e.get("call_doubt"), e["function_calls"])
+            for (split, gold), e in zip(golds, envelopes)]
+
+
+def worked_out(rows: list, bias: float, doubt: float) -> dict:
+    """The exact matches per split of asking with (bias, doubt), worked out from the forced calls as
+    the session decides (docs/toolcall.md §8.4): the list is empty when margin + bias > 0, and the
+    calls are withdrawn when margin + bias + doubt x the call's doubt > 0; a reply with no decision
+    (no margin) stands."""
+    row = {s: 0 for s in evaluate.SPLITS}
+    for split, gold, margin, call_doubt, calls in rows:
+        if margin is not None:
+            margin = float(margin)
+            if margin + bias > 0:
+                calls = []
+            elif doubt and calls and call_doubt is not None and margin + bias + doubt * float(call_doubt) > 0:
+                calls = []
+        row[split] += evaluate.exact_match(calls, gold)
+    row["total"] = sum(row[s] for s in evaluate.SPLITS)
+    return row
+
+
+def run_evaluations(args, settings: list, archive: dict) -> dict:
+    """settings: [(bias, OUT subdirectory)]; evaluates each (--jobs at a time, or reads it with --reuse);
+    returns subdirectory -> its results.json."""
+    pending, running, done = [], [], {}
+    for bias, name in settings:
+        out = os.path.join(args.out, name)
+        earlier = earlier_results(args, bias, out, archive["sha256"]) if args.reuse else None
+        if earlier:
+            done[name] = earlier
+            print(f"calibrate: bias {bias:g}: the earlier evaluation in {out}")
+        else:
+            pending.append((bias, name))
+    while pending or running:
+        while pending and len(running) < args.jobs:
+            bias, name = pending.pop(0)
+            out = os.path.join(args.out, name)
+            log = open(out + ".log", "w", encoding="utf-8")
+            running.append((bias, name, log, subprocess.Popen(evaluation_command(args, bias, out), stdout=log,
+                                                              stderr=subprocess.STDOUT)))
+        bias, name, log, process = running.pop(0)
+        status = process.wait()
+        log.close()
+        if status != 0:
+            for _b, _n, other_log, other in running:  # a failure leaves nothing running
+                other.kill()
+                other.wait()
+                other_log.close()
+            raise SystemExit(f"calibrate: the evaluation at bias {bias:g} failed (status {status}); "
+                             f"see {os.path.join(args.out, name)}.log")
+        with open(os.path.join(args.out, name, "results.json"), encoding="utf-8") as f:
+            done[name] = json.load(f)
+    return done
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     if not os.path.exists(args.archive):
         raise SystemExit(f"--archive {args.archive} does not exist")
     os.makedirs(args.out, exist_ok=True)
     archive = evaluate.file_facts(args.archive)
-    pending, running, by_bias = [], [], {}
-    for bias in args.biases:
-        earlier = earlier_results(args, bias, os.path.join(args.out, f"bias-{bias:g}"), archive["sha256"]) \
-            if args.reuse else None
-        if earlier:
-            by_bias[bias] = exact_by_split(earlier)
-            print(f"calibrate: bias {bias:g}: the earlier evaluation in {args.out}")
-        else:
-            pending.append(bias)
-    while pending or running:
-        while pending and len(running) < args.jobs:
-            bias = pending.pop(0)
-            out = os.path.join(args.out, f"bias-{bias:g}")
-            log = open(out + ".log", "w", encoding="utf-8")
-            running.append((bias, out, log, subprocess.Popen(evaluation_command(args, bias, out), stdout=log,
-                                                             stderr=subprocess.STDOUT)))
-        bias, out, log, process = running.pop(0)
-        status = process.wait()
-        log.close()
-        if status != 0:
-            for _b, _o, other_log, other in running:  # a failure leaves nothing running
-                other.kill()
-                other.wait()
-                other_log.close()
-            raise SystemExit(f"calibrate: the evaluation at bias {bias:g} failed (status {status}); see {out}.log")
-        with open(os.path.join(out, "results.json"), encoding="utf-8") as f:
-            by_bias[bias] = exact_by_split(json.load(f))
+    settings = [(bias, f"bias-{bias:g}") for bias in args.biases]
+    if args.doubts:
+        settings.append((FORCED_BIAS, "forced"))
+    results = run_evaluations(args, settings, archive)
+    by_bias = {bias: exact_by_split(results[f"bias-{bias:g}"]) for bias in args.biases}
     best = max(args.biases, key=lambda b: (by_bias[b]["total"], -b))
+    chosen = (best, 0.0)
+    by_doubt = {}
+    if args.doubts:
+        rows = forced_rows(args, os.path.join(args.out, "forced"))
+        for bias in args.biases:
+            if worked_out(rows, bias, 0.0) != by_bias[bias]:
+                raise SystemExit(f"calibrate: the forced calls work out to {worked_out(rows, bias, 0.0)} at bias "
+                                 f"{bias:g}, but its evaluation gave {by_bias[bias]}: the working is not the "
+                                 "session's, so no doubt is chosen from it")
+        by_doubt = {w: {b: worked_out(rows, b, w) for b in args.biases} for w in args.doubts}
+        top = max(((w, b) for w in args.doubts for b in args.biases),
+                  key=lambda wb: (by_doubt[wb[0]][wb[1]]["total"], -wb[0], -wb[1]))
+        if by_doubt[top[0]][top[1]]["total"] > by_bias[best]["total"]:
+            chosen = (top[1], top[0])
     calibration = {"archive": archive, "skip": args.skip, "count": args.count,
-                   "no_call_bias": best, "by_bias": {f"{b:g}": by_bias[b] for b in args.biases}}
+                   "no_call_bias": chosen[0], "no_call_doubt": chosen[1],
+                   "by_bias": {f"{b:g}": by_bias[b] for b in args.biases},
+                   "by_doubt": {f"{w:g}": {f"{b:g}": row for b, row in rows_w.items()}
+                                for w, rows_w in by_doubt.items()}}
     path = os.path.join(args.out, "calibration.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(calibration, f, indent=1)
         f.write("\n")
     print(f"validation: examples {args.skip + 1}..{args.skip + args.count} of each split, needle-run")
-    print("bias        A      B      C   total")
-    for b in args.biases:
-        row = by_bias[b]
-        print(f"{b:>4g}  " + "".join(f"{row[s]:>7}" for s in evaluate.SPLITS) + f"{row['total']:>8}"
-              + ("   <- chosen" if b == best else ""))
-    print(f"calibrate: no-call bias {best:g}; wrote {path}")
+    print("doubt  bias        A      B      C   total")
+    for w, rows_w in [(0.0, by_bias)] + list(by_doubt.items()):
+        for b in args.biases:
+            row = rows_w[b]
+            print(f"{w:>5g}  {b:>4g}  " + "".join(f"{row[s]:>7}" for s in evaluate.SPLITS) + f"{row['total']:>8}"
+                  + ("   <- chosen" if (b, w) == chosen else ""))
+    if args.doubts:
+        print("(doubt 0: evaluated; the others worked out from the forced calls, which give every doubt-0 "
+              "row again)")
+    print(f"calibrate: no-call bias {chosen[0]:g}, doubt {chosen[1]:g}; wrote {path}")
     return 0
 
 
