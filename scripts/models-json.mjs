@@ -40,6 +40,10 @@ export function problems(list, modelsDir = path.join(root, 'models')) {
     const bias = entry?.no_call_bias;
     if (bias !== undefined && typeof bias !== 'number')
       out.push(`${where}: no_call_bias ${JSON.stringify(bias)} is not a number`);
+    // optional: the calibrated weight of a drawn call's doubt in the same decision (§8.4)
+    const doubt = entry?.no_call_doubt;
+    if (doubt !== undefined && typeof doubt !== 'number')
+      out.push(`${where}: no_call_doubt ${JSON.stringify(doubt)} is not a number`);
     // optional: span strings for a model that only copies strings from the request (§8.5)
     const spans = entry?.span_strings;
     if (spans !== undefined && typeof spans !== 'boolean')

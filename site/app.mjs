@@ -8,7 +8,7 @@
 
 import { createEngine, EngineError, loadToolcall, ToolcallError } from './engine/needle.mjs';
 import { archiveResponse, ArchiveError, cachedCopy, checkedStream, deleteCopy, formatBytes, progressText, storeCopy } from './ui/download.mjs';
-import { Conversation, readToolResult, sendsOnKey, statsText } from './ui/session.mjs';
+import { Conversation, keptReply, readToolResult, sendsOnKey, statsText } from './ui/session.mjs';
 import { defaults, loadSettings, modelFields, samplingFields, sanitize, saveSettings } from './ui/settings.mjs';
 import { memoryShortfall, missingCapability } from './ui/support.mjs';
 import { addResultForm, addTurn } from './ui/turns.mjs';
@@ -454,7 +454,7 @@ async function run(message, sent) {
     turn.finish(envelope, { stats: statsText(envelope, { sendToFirstMs: first, threads, stopped }), state: stopped ? 'stopped' : 'done' });
     turn.article.dataset.sendToFirstMs = first === null ? '' : first.toFixed(1);
     if (!stopped) {
-      state.conversation.keep(message, envelope.text);
+      state.conversation.keep(message, keptReply(envelope));
       kept = true;
       if (envelope.function_calls.length > 0) offerResults(turn, envelope.function_calls);
     }

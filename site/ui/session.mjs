@@ -30,6 +30,13 @@ export class Conversation {
   get awaitsResult() { return this.turns.length > 0 && this.turns.at(-1).role === 'assistant'; }
 }
 
+// The reply text a finished envelope is kept as: its text as generated, except that a reply whose
+// calls the no-call doubt withdrew (docs/toolcall.md §8.4) is kept as the empty call list it counts
+// as, so that the model is not told later that it made those calls.
+export function keptReply(envelope) {
+  return envelope.withdrawn_calls?.length > 0 ? '<tool_call>[]</tool_call>' : envelope.text;
+}
+
 // The value of a tool result as the visitor typed it: JSON when it parses, else the text itself (a
 // string). Empty input is refused (null).
 export function readToolResult(text) {

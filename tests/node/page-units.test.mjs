@@ -14,7 +14,7 @@ import Ajv from 'ajv';
 
 import { loadToolcall } from '../../site/engine/needle.mjs';
 import { ArchiveError, checkedStream, progressOf, progressText } from '../../site/ui/download.mjs';
-import { Conversation, readToolResult, sendsOnKey, statsText } from '../../site/ui/session.mjs';
+import { Conversation, keptReply, readToolResult, sendsOnKey, statsText } from '../../site/ui/session.mjs';
 import { defaultThreads, defaults, loadSettings, modelFields, samplingFields, saveSettings, SETTINGS_KEY } from '../../site/ui/settings.mjs';
 import { Sha256 } from '../../site/ui/sha256.mjs';
 import { memoryShortfall, missingCapability } from '../../site/ui/support.mjs';
@@ -121,11 +121,14 @@ test('settings: defaults (threads three quarters of the cores, 1 to 16), every f
   assert.equal(saveSettings({ setItem: () => { throw new Error('quota'); } }, kept), false);
 });
 
-test('the open model\'s fields: a listed model\'s no-call bias and span strings, nothing for an archive of one\'s own', () => {
+test('the open model\'s fields: a listed model\'s no-call bias and doubt and span strings, nothing for an archive of one\'s own', () => {
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: 1.5 }), { no_call_bias: 1.5 });
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: -0.5 }), { no_call_bias: -0.5 });
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: 1.5, span_strings: true }), { no_call_bias: 1.5, span_strings: true });
   assert.deepEqual(modelFields({ name: 'needlework-tools', span_strings: true }), { span_strings: true });
+  assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: 1, no_call_doubt: 1.5 }), { no_call_bias: 1, no_call_doubt: 1.5 });
+  assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_doubt: 0 }), {});
+  assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_doubt: '1' }), {});
   for (const model of [{ name: 'x.cact', bytes: 10 }, { no_call_bias: 0 }, { no_call_bias: '1' }, { no_call_bias: NaN },
     { span_strings: false }, { span_strings: 'true' }, { span_strings: 1 }, null, undefined])
     assert.deepEqual(modelFields(model), {}, JSON.stringify(model));
@@ -149,6 +152,11 @@ test('the conversation: history sent with each request, tool results, continuing
   assert.equal(c.turns[0].content, 'first', 'a request holds a copy');
   c.keep(null, 'Done.');
   assert.equal(c.turns.length, 4);
+  // a reply is kept as generated, except one whose calls the doubt withdrew: the empty list it counts as
+  const written = ' <tool_call>[{"name":"t","arguments":{}}]</tool_call><|im_end|>';
+  assert.equal(keptReply({ text: written, function_calls: [{ name: 't', arguments: {} }], withdrawn_calls: [] }), written);
+  assert.equal(keptReply({ text: written, function_calls: [], withdrawn_calls: [{ name: 't', arguments: {} }] }),
+    '<tool_call>[]</tool_call>');
   c.clear();
   assert.deepEqual(c.turns, []);
 

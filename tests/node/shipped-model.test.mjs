@@ -2,7 +2,7 @@
 // makes exactly the gold call for ten held-out requests in both engines: needle-run (the C++ reference
 // with the engine's numerics) and needle-wasm --batch (engine.wasm with toolcall.wasm). The requests
 // are tests/fixtures/heldout-10.jsonl: 4 of split A, 3 of B and 3 of C with their gold calls, asked
-// with the shipped model's no-call bias (site/models.json, as the page asks), written by
+// with the shipped model's no-call bias and doubt (site/models.json, as the page asks), written by
 // `tools/train/evaluate.py --write-fixture` from the generated splits (docs/evaluation.md). The
 // full evaluation is `npm run eval`. NEEDLE_SHIPPED_ARCHIVE=FILE checks another archive (a candidate
 // before it is installed).
@@ -32,8 +32,10 @@ test('the fixture: ten held-out requests (4 of A, 3 of B, 3 of C), each gold cal
   for (const c of cases) {
     assert.ok(c.id.startsWith(`${c.split}-`), c.id);
     assert.equal(typeof c.request.request, 'string');
-    // asked as the page asks it: with the shipped model's no-call bias and span strings from models.json
+    // asked as the page asks it: with the shipped model's no-call bias and doubt and span strings from
+    // models.json
     assert.equal(c.request.no_call_bias ?? 0, shipped.no_call_bias ?? 0, `${c.id}: no_call_bias`);
+    assert.equal(c.request.no_call_doubt ?? 0, shipped.no_call_doubt ?? 0, `${c.id}: no_call_doubt`);
     assert.equal(c.request.span_strings ?? false, shipped.span_strings ?? false, `${c.id}: span_strings`);
     const offered = new Set(c.request.tools.map((t) => t.name));
     for (const call of c.gold) assert.ok(offered.has(call.name), `${c.id}: ${call.name} is not offered`);
