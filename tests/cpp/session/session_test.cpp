@@ -3,6 +3,7 @@
 // the pinned tools, the contrastive ranking and the confidence recomputed independently, plain
 // sampling, a conversation with a tool result; the request reader and the envelope writer.
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "fixture.hpp"
@@ -256,6 +257,37 @@ TEST_CASE("more than 5 tools: the contrastive head keeps the 5 best (recomputed 
   REQUIRE(all.promptTokens == expectedPrompt(l, r, r.tools).size());
 }
 
+namespace {
+
+// The reply session run again by hand (the Reference with the envelope's sink; with `pooling`, the
+// heads pooling from position 0): the log-probs of the reply's drawn (not `forced`) tokens inside the
+// call block, in order.
+std::vector<double> drawnCallLogprobs(const Loaded& l, const tc::Request& r, const tc::Envelope& env,
+                                      const std::vector<bool>& forced, needle::HeadPooling* pooling = nullptr) {
+  needle::ReferenceOptions o;
+  o.a8 = true;
+  o.sink = env.pinnedTokens;
+  needle::Reference ref(l.model, o);
+  if (pooling) ref.setHeads(pooling);
+  const std::vector<uint32_t> prompt = expectedPrompt(l, r, r.tools);
+  std::vector<float> logits;
+  for (size_t i = 0; i < prompt.size(); ++i) logits = ref.step(prompt[i], i + 1 == prompt.size());
+  const uint32_t open = l.session->table().markerId(tc::Marker::ToolCall);
+  const uint32_t close = l.session->table().markerId(tc::Marker::ToolCallEnd);
+  bool inCall = false;
+  std::vector<double> out;
+  for (size_t i = 0; i < env.replyIds.size(); ++i) {
+    const uint32_t id = env.replyIds[i];
+    if (inCall && !forced[i]) out.push_back(needle::logprob(logits, id));
+    if (id == open) inCall = true;
+    if (id == close) inCall = false;
+    if (i + 1 < env.replyIds.size()) logits = ref.step(id, true);
+  }
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("confidence is the lesser of the head's sigmoid and the mean call-token probability (recomputed here)", "[session]") {
   const Loaded& l = micro();
   tc::Session session(*l.session);
@@ -270,31 +302,11 @@ TEST_CASE("confidence is the lesser of the head's sigmoid and the mean call-toke
     REQUIRE(env.confidence);
     REQUIRE(backend.forced.size() == env.replyIds.size());
 
-    // The reply session again, by hand: the Reference with the same sink, pooling from position 0.
-    needle::ReferenceOptions o;
-    o.a8 = true;
-    o.sink = env.pinnedTokens;
-    needle::Reference ref(l.model, o);
+    // The reply session again, by hand, pooling from position 0.
     needle::HeadPooling pooling(l.model.heads, l.model.geo.d_model);
-    ref.setHeads(&pooling);
-    const std::vector<uint32_t> prompt = expectedPrompt(l, r, r.tools);
-    std::vector<float> logits;
-    for (size_t i = 0; i < prompt.size(); ++i) logits = ref.step(prompt[i], i + 1 == prompt.size());
-    const uint32_t open = l.session->table().markerId(tc::Marker::ToolCall);
-    const uint32_t close = l.session->table().markerId(tc::Marker::ToolCallEnd);
-    bool inCall = false;
-    double sum = 0;
-    uint32_t count = 0;
-    for (size_t i = 0; i < env.replyIds.size(); ++i) {
-      const uint32_t id = env.replyIds[i];
-      if (inCall && !backend.forced[i]) {
-        sum += needle::logprob(logits, id);
-        ++count;
-      }
-      if (id == open) inCall = true;
-      if (id == close) inCall = false;
-      if (i + 1 < env.replyIds.size()) logits = ref.step(id, true);
-    }
+    const std::vector<double> drawn = drawnCallLogprobs(l, r, env, backend.forced, &pooling);
+    const double sum = std::accumulate(drawn.begin(), drawn.end(), 0.0);
+    const size_t count = drawn.size();
     size_t confidenceHead = 0;
     while (l.model.heads[confidenceHead].kind != needle::HeadKind::Confidence) ++confidenceHead;
     const float logit = pooling.output(confidenceHead)[0];
@@ -368,6 +380,21 @@ std::optional<double> emptyMinusCalls(const Loaded& l, const tc::Request& r, con
   return std::nullopt;
 }
 
+// The requests the no-call tests ask of micro.
+const char* const kDecisionRequests[] = {"What's the weather in Paris?", "set a timer for 5 minutes", "hello there"};
+
+// `r`'s reply with no bias (checked, the backend's draws recorded) and the margin worked out for it.
+std::pair<tc::Envelope, double> plainReply(const Loaded& l, tc::Session& session, DrawRecordingBackend& backend,
+                                           const tc::Request& r) {
+  backend.clear();
+  backend.draws.clear();
+  const tc::Envelope plain = session.complete(backend, r);
+  checkConstrainedReply(l, r, plain, backend.streamed);
+  const std::optional<double> margin = emptyMinusCalls(l, r, plain, backend);
+  REQUIRE(margin);
+  return {plain, *margin};
+}
+
 }  // namespace
 
 TEST_CASE("the no-call bias decides the list where it opens, at the log-odds worked out here", "[session]") {
@@ -375,21 +402,16 @@ TEST_CASE("the no-call bias decides the list where it opens, at the log-odds wor
   tc::Session session(*l.session);
   DrawRecordingBackend backend(l);
   size_t decided = 0;
-  for (const char* text : {"What's the weather in Paris?", "set a timer for 5 minutes", "hello there"}) {
+  for (const char* text : kDecisionRequests) {
     tc::Request r = request(text);
-    backend.clear();
-    backend.draws.clear();
-    const tc::Envelope plain = session.complete(backend, r);
-    checkConstrainedReply(l, r, plain, backend.streamed);
-    const std::optional<double> margin = emptyMinusCalls(l, r, plain, backend);
-    REQUIRE(margin);
+    const auto [plain, margin] = plainReply(l, session, backend, r);
     // Just past the threshold either way: log P(empty) + bias against log P(calls).
     for (const double step : {-0.01, 0.01}) {
-      r.noCallBias = static_cast<float>(-*margin + step);
+      r.noCallBias = static_cast<float>(-margin + step);
       backend.clear();
       const tc::Envelope env = session.complete(backend, r);
       checkConstrainedReply(l, r, env, backend.streamed);
-      INFO(text << ": margin " << *margin << ", bias " << r.noCallBias << ": " << env.text);
+      INFO(text << ": margin " << margin << ", bias " << r.noCallBias << ": " << env.text);
       REQUIRE(env.calls.empty() == (step > 0));
       ++decided;
     }
@@ -418,33 +440,9 @@ namespace {
 // decision drew), worked out here with the Reference; nullopt when there are none.
 std::optional<double> callDoubt(const Loaded& l, const tc::Request& r, const tc::Envelope& env,
                                 const RecordingBackend& backend) {
-  needle::ReferenceOptions o;
-  o.a8 = true;
-  o.sink = env.pinnedTokens;
-  needle::Reference ref(l.model, o);
-  const std::vector<uint32_t> prompt = expectedPrompt(l, r, r.tools);
-  std::vector<float> logits;
-  for (size_t i = 0; i < prompt.size(); ++i) logits = ref.step(prompt[i], i + 1 == prompt.size());
-  const uint32_t open = l.session->table().markerId(tc::Marker::ToolCall);
-  const uint32_t close = l.session->table().markerId(tc::Marker::ToolCallEnd);
-  bool inCall = false, decided = false;
-  double sum = 0;
-  uint32_t count = 0;
-  for (size_t i = 0; i < env.replyIds.size(); ++i) {
-    const uint32_t id = env.replyIds[i];
-    if (inCall && !backend.forced[i]) {
-      if (decided) {
-        sum -= needle::logprob(logits, id);
-        ++count;
-      }
-      decided = true;
-    }
-    if (id == open) inCall = true;
-    if (id == close) inCall = false;
-    if (i + 1 < env.replyIds.size()) logits = ref.step(id, true);
-  }
-  if (!count) return std::nullopt;
-  return sum / count;
+  const std::vector<double> drawn = drawnCallLogprobs(l, r, env, backend.forced);
+  if (drawn.size() < 2) return std::nullopt;
+  return -std::accumulate(drawn.begin() + 1, drawn.end(), 0.0) / static_cast<double>(drawn.size() - 1);
 }
 
 // Calls as the envelope writes them.
@@ -461,19 +459,15 @@ TEST_CASE("the no-call doubt withdraws a call past the threshold worked out here
   tc::Session session(*l.session);
   DrawRecordingBackend backend(l);
   size_t weighed = 0;
-  for (const char* text : {"What's the weather in Paris?", "set a timer for 5 minutes", "hello there"}) {
+  for (const char* text : kDecisionRequests) {
     tc::Request r = request(text);
-    backend.clear();
-    backend.draws.clear();
-    const tc::Envelope plain = session.complete(backend, r);
-    const std::optional<double> margin = emptyMinusCalls(l, r, plain, backend);
-    REQUIRE(margin);
+    const auto [plain, margin] = plainReply(l, session, backend, r);
     // The margin is in the envelope with no bias too; no decision was made, so no doubt.
     REQUIRE(plain.noCallMargin);
-    REQUIRE(std::fabs(*plain.noCallMargin - *margin) <= 1e-4 * std::max(1.0, std::fabs(*margin)));
+    REQUIRE(std::fabs(*plain.noCallMargin - margin) <= 1e-4 * std::max(1.0, std::fabs(margin)));
     REQUIRE(!plain.callDoubt);
     // A bias that leaves the list to the calls by 0.5 nats: the call and its doubt.
-    r.noCallBias = static_cast<float>(-*margin - 0.5);
+    r.noCallBias = static_cast<float>(-margin - 0.5);
     backend.clear();
     const tc::Envelope called = session.complete(backend, r);
     checkConstrainedReply(l, r, called, backend.streamed);
@@ -486,10 +480,10 @@ TEST_CASE("the no-call doubt withdraws a call past the threshold worked out here
     // Just past the threshold either way: margin + bias + weight x doubt against 0.
     const double bias = static_cast<double>(r.noCallBias);
     for (const double step : {-0.01, 0.01}) {
-      r.noCallDoubt = static_cast<float>((-*margin - bias + step) / *doubt);
+      r.noCallDoubt = static_cast<float>((-margin - bias + step) / *doubt);
       backend.clear();
       const tc::Envelope env = session.complete(backend, r);
-      INFO(text << ": margin " << *margin << ", doubt " << *doubt << ", weight " << r.noCallDoubt);
+      INFO(text << ": margin " << margin << ", doubt " << *doubt << ", weight " << r.noCallDoubt);
       REQUIRE(env.text == called.text);  // the reply is drawn alike; only the reading differs
       REQUIRE(env.calls.empty() == (step > 0));
       REQUIRE(callsJson(env.calls.empty() ? env.withdrawnCalls : env.calls) == callsJson(called.calls));
