@@ -417,7 +417,7 @@ struct Session::Run {
   // list opened with a call, the drawn call tokens after the deciding one (the call's doubt).
   enum class ListChoice : uint8_t { Open, Empty, Calls };
   ListChoice listChoice = ListChoice::Open;
-  double margin = 0;                  // log P(empty) - log P(calls) at the decision (env.noCallMargin)
+  std::optional<double> margin;       // log P(empty) - log P(calls) where the list opened (env.noCallMargin)
   bool decidingDraw = false;          // the next appended token is the one the decision drew
   double doubtSum = 0;                // minus the log-probs of those tokens
   uint32_t doubtCount = 0;
@@ -689,20 +689,17 @@ struct Session::Run {
   // its allowed tokens, and the list is empty when margin + bias > 0; the draw (and, after a lone
   // "[", the next one) then keeps only that side's tokens. Bias and doubt 0 leave the mask alone
   // (the plain draw of §8 step 7); the margin is kept in the envelope either way.
-  const uint32_t* applyNoCallBias(const uint32_t* mask) {
+  const uint32_t* applyNoCallDecision(const uint32_t* mask) {
     if (!inCall || listChoice == ListChoice::Empty) return mask;
     if (!(callText.empty() || callText == "[")) return mask;
     std::vector<uint32_t> empty, calls;
     for (uint32_t id = 0; id < model.table().vocabSize(); ++id)
       if (maskAllows(mask, id)) (closesEmpty(id) ? empty : calls).push_back(id);
     if (empty.empty() || calls.empty()) return mask;  // no choice here (or none left by the budget)
-    if (!env.noCallMargin) {
-      margin = logProbOf(empty) - logProbOf(calls);
-      env.noCallMargin = static_cast<float>(margin);
-    }
+    if (!margin) margin = logProbOf(empty) - logProbOf(calls);
     if (req.noCallBias == 0 && req.noCallDoubt == 0) return mask;
     if (listChoice == ListChoice::Open) {
-      listChoice = margin + req.noCallBias > 0 ? ListChoice::Empty : ListChoice::Calls;
+      listChoice = *margin + req.noCallBias > 0 ? ListChoice::Empty : ListChoice::Calls;
       decidingDraw = true;
     }
     choiceMask.assign(maskWords(model.vocab()), 0);
@@ -728,7 +725,7 @@ struct Session::Run {
           if (fed == Forced::Fed) continue;
         }
         // After a Nothing, `forced` is the held-back token's text: the draw must spell all of it.
-        mask = applyNoCallBias(budgetMask(forced));
+        mask = applyNoCallDecision(budgetMask(forced));
         env.constraintMs += backend.nowMs() - c0;
       }
       const uint32_t id = backend.sample(mask);
@@ -786,15 +783,18 @@ struct Session::Run {
     backend.feed(rest, true);
   }
 
-  // The doubt half of the no-call decision (§8.4), once the reply is read: the calls' doubt is minus
-  // the mean log-prob of their drawn tokens after the deciding one; with no_call_doubt the calls are
-  // withdrawn (the list counts as empty) when margin + bias + no_call_doubt x doubt > 0.
+  // The no-call decision's envelope fields and its doubt half (§8.4), once the reply is read: the
+  // margin; once the calls side was chosen, the calls' doubt (minus the mean log-prob of their drawn
+  // tokens after the deciding one); with no_call_doubt the calls are withdrawn (the list counts as
+  // empty) when margin + bias + no_call_doubt x doubt > 0.
   void weighDoubt() {
-    if (listChoice != ListChoice::Calls || !env.noCallMargin) return;
+    if (!margin) return;
+    env.noCallMargin = static_cast<float>(*margin);
+    if (listChoice != ListChoice::Calls) return;
     const double doubt = doubtCount ? doubtSum / static_cast<double>(doubtCount) : 0.0;
     env.callDoubt = static_cast<float>(doubt);
     if (req.noCallDoubt == 0 || env.calls.empty()) return;
-    if (margin + req.noCallBias + req.noCallDoubt * doubt > 0) {
+    if (*margin + req.noCallBias + req.noCallDoubt * doubt > 0) {
       env.withdrawnCalls = std::move(env.calls);
       env.calls.clear();
     }
