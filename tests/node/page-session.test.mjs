@@ -2,8 +2,10 @@
 // back and the model's continuation, each reply equal to the envelope the Node engine gives for the
 // same request with the same history; Clear forgets the history; Enter sends, Shift+Enter breaks
 // the line, an Enter during IME composition never sends; settings survive a reload and Defaults
-// restores them; Stop ends a reply within a token of the press, and during the prefill before any
-// reply token (on the dev server's base.cact, random weights, whose steps are slow enough to see).
+// restores them; a call the no-call doubt withdraws is shown as written, said so, offered no result
+// boxes and kept as the empty list; Stop ends a reply within a token of the press, and during the
+// prefill before any reply token (on the dev server's base.cact, random weights, whose steps are slow
+// enough to see).
 // docs/page.md, "Tests".
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -16,7 +18,7 @@ import { lastTurn, openListed, pageSkip, screenshot, send, shipped, shippedPath,
 const file = path.basename(shipped.url);
 
 // The request the page sends for the settings below (site/ui/settings.mjs samplingFields), with the
-// shipped model's no-call bias and span strings (modelFields).
+// shipped model's no-call bias and doubt and span strings (modelFields).
 const SETTINGS = { max_tokens: 256, temperature: 0, top_p: 1, seed: '0', constrain: true, ...modelFields(shipped) };
 
 test('a two-turn session with a tool result, each reply the Node engine\'s; Clear; the Enter key', { skip: pageSkip, timeout: 900000 }, async () => {
@@ -81,6 +83,42 @@ test('a two-turn session with a tool result, each reply the Node engine\'s; Clea
   assert.ok(expected.two.prompt_tokens > expected.one.prompt_tokens);
   assert.equal(shown.again.reply, expected.one.text);
   assert.equal(promptTokens(shown.again.stats), expected.one.prompt_tokens);
+});
+
+test('a call the doubt withdraws is shown as written and said so, with no result boxes, and kept as the empty list', { skip: pageSkip, timeout: 900000 }, async () => {
+  // A request no timer tool fits, whose set_alarm call the shipped model writes with doubt enough
+  // for its calibrated no_call_doubt to withdraw it (docs/toolcall.md §8.4); then one more request.
+  const set = toolsets.find((t) => t.id === 'timers');
+  const tools = JSON.stringify(set.tools, null, 2);
+  const [ask, next] = ['Track my package 1Z999', 'Set an alarm for 7am'];
+  let shown;
+  await withPage({}, async ({ page, url, errors }) => {
+    await page.goto(url);
+    assert.match(await openListed(page, file), /is open/);
+    await page.selectOption('#toolset', set.id);
+    const first = await send(page, ask);
+    const boxes = await page.isVisible('#turns .turn >> nth=0 >> form.results');
+    const second = await send(page, next);
+    shown = { first, second, boxes };
+    assert.deepEqual(errors, []);
+  });
+  const expected = await withEngine({ threads: 1 }, 120000, async (engine) => {
+    await engine.load(shippedPath);
+    const one = await engine.complete({ tools, ...SETTINGS, history: [], request: ask });
+    const two = await engine.complete({ tools, ...SETTINGS, request: next, history: [
+      { role: 'user', content: ask }, { role: 'assistant', content: '<tool_call>[]</tool_call>' }] });
+    return { one, two };
+  });
+  assert.deepEqual(expected.one.function_calls, []);
+  assert.deepEqual(expected.one.withdrawn_calls.map((c) => c.name), ['set_alarm']);
+  assert.equal(shown.first.state, 'done', shown.first.error);
+  assert.equal(shown.first.reply, expected.one.text, 'the withdrawn call is shown as it was written');
+  assert.deepEqual(shown.first.calls, []);
+  assert.match(shown.first.status.join(' '), /^No call made: the model wrote set_alarm, but doubted it \(doubt \d\.\d\d\)/);
+  assert.equal(shown.boxes, false, 'no result boxes for a withdrawn call');
+  // The next request's history holds the empty list the reply counts as, not the withdrawn call.
+  assert.equal(shown.second.reply, expected.two.text);
+  assert.equal(Number(/^(\d+) prompt tokens/.exec(shown.second.stats)[1]), expected.two.prompt_tokens);
 });
 
 test('settings survive a reload; Defaults restores them', { skip: pageSkip, timeout: 600000 }, async () => {
