@@ -572,7 +572,8 @@ def write_fixture(args) -> int:
     results = os.path.join(args.out, "results.json")
     if not ids or args.no_call_bias is None or args.no_call_doubt is None:
         if not os.path.exists(results):
-            raise SystemExit(f"--write-fixture: give --ids and --no-call-bias, or evaluate first ({results} is missing)")
+            raise SystemExit("--write-fixture: give --ids, --no-call-bias and --no-call-doubt, or evaluate first "
+                             f"({results} is missing)")
         with open(results, encoding="utf-8") as f:
             last = json.load(f)
         if args.no_call_bias is None:
