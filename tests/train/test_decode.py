@@ -476,7 +476,8 @@ class Calibration(unittest.TestCase):
             for weight, rows in calibration["by_doubt"].items():
                 self.assertEqual(rows["100"], {"A": 0, "B": 0, "C": 2, "total": 2}, weight)
             pairs = [(0.0, float(b), row["total"]) for b, row in calibration["by_bias"].items()] + \
-                [(float(w), float(b), row["total"]) for w, rows in calibration["by_doubt"].items() for b, row in rows.items()]
+                [(float(w), float(b), row["total"])
+                 for w, rows in calibration["by_doubt"].items() for b, row in rows.items()]
             bias, doubt = f"{calibration['no_call_bias']:g}", f"{calibration['no_call_doubt']:g}"
             chosen = calibration["by_doubt"][doubt][bias] if doubt != "0" else calibration["by_bias"][bias]
             self.assertEqual(chosen["total"], max(t for _w, _b, t in pairs))
