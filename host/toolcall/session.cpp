@@ -413,14 +413,11 @@ struct Session::Run {
   bool inCall = false;
   double callLogprobSum = 0;
   uint32_t callLogprobCount = 0;
-  // The no-call decision (§8.4): the call block's text so far and which way the list went; once the
-  // list opened with a call, the drawn call tokens after the deciding one (the call's doubt).
+  float firstCallLogprob = 0;         // the first of them, left out of the call's doubt (§8.4)
+  // The no-call decision (§8.4): the call block's text so far and which way the list went.
   enum class ListChoice : uint8_t { Open, Empty, Calls };
   ListChoice listChoice = ListChoice::Open;
   std::optional<double> margin;       // log P(empty) - log P(calls) where the list opened (env.noCallMargin)
-  bool decidingDraw = false;          // the next appended token is the one the decision drew
-  double doubtSum = 0;                // minus the log-probs of those tokens
-  uint32_t doubtCount = 0;
   std::string callText;               // the call block's first bytes (after <tool_call>; 2 suffice)
   std::vector<uint32_t> choiceMask;
 
@@ -524,14 +521,10 @@ struct Session::Run {
     env.replyIds.push_back(id);
     if (forced) ++env.forcedTokens;
     if (!forced && inCall) {
+      if (callLogprobCount == 0) firstCallLogprob = logprob;
       callLogprobSum += static_cast<double>(logprob);
       ++callLogprobCount;
-      if (listChoice == ListChoice::Calls && !decidingDraw) {
-        doubtSum -= static_cast<double>(logprob);
-        ++doubtCount;
-      }
     }
-    decidingDraw = false;
     if (inCall && callText.size() < 2) callText += model.tokenizer().pieceBytes(id);
     if (id == markerId(Marker::ToolCall)) inCall = true;
     if (id == markerId(Marker::ToolCallEnd)) inCall = false;
@@ -698,10 +691,8 @@ struct Session::Run {
     if (empty.empty() || calls.empty()) return mask;  // no choice here (or none left by the budget)
     if (!margin) margin = logProbOf(empty) - logProbOf(calls);
     if (req.noCallBias == 0 && req.noCallDoubt == 0) return mask;
-    if (listChoice == ListChoice::Open) {
+    if (listChoice == ListChoice::Open)
       listChoice = *margin + req.noCallBias > 0 ? ListChoice::Empty : ListChoice::Calls;
-      decidingDraw = true;
-    }
     choiceMask.assign(maskWords(model.vocab()), 0);
     for (uint32_t id : listChoice == ListChoice::Empty ? empty : calls) maskAllow(choiceMask.data(), id);
     return choiceMask.data();
@@ -784,14 +775,16 @@ struct Session::Run {
   }
 
   // The no-call decision's envelope fields and its doubt half (§8.4), once the reply is read: the
-  // margin; once the calls side was chosen, the calls' doubt (minus the mean log-prob of their drawn
-  // tokens after the deciding one); with no_call_doubt the calls are withdrawn (the list counts as
-  // empty) when margin + bias + no_call_doubt x doubt > 0.
+  // margin; once the calls side was chosen, the calls' doubt, minus the mean log-prob of the call
+  // block's drawn tokens after its first (the draw that opens the list, where the decision is made
+  // whenever the tokenizer has pieces that close it empty at once); with no_call_doubt the calls are
+  // withdrawn (the list counts as empty) when margin + bias + no_call_doubt x doubt > 0.
   void weighDoubt() {
     if (!margin) return;
     env.noCallMargin = static_cast<float>(*margin);
     if (listChoice != ListChoice::Calls) return;
-    const double doubt = doubtCount ? doubtSum / static_cast<double>(doubtCount) : 0.0;
+    const uint32_t after = callLogprobCount > 0 ? callLogprobCount - 1 : 0;
+    const double doubt = after ? -(callLogprobSum - static_cast<double>(firstCallLogprob)) / after : 0.0;
     env.callDoubt = static_cast<float>(doubt);
     if (req.noCallDoubt == 0 || env.calls.empty()) return;
     if (*margin + req.noCallBias + req.noCallDoubt * doubt > 0) {

@@ -66,8 +66,8 @@ function envelopeParts(envelope, state) {
   if (envelope.success && envelope.function_calls.length === 0 && withdrawn.length > 0) {
     // The model wrote these calls but doubted them too much to make them (docs/toolcall.md §8.4).
     const names = withdrawn.map((call) => call.name).join(', ');
-    parts.push(el('p', { className: 'status', textContent: `No call made: the model wrote ${names}, but doubted it `
-      + `(doubt ${envelope.call_doubt.toFixed(2)}), so the list counts as empty.` }));
+    parts.push(el('p', { className: 'status', textContent: `No call made: the model wrote ${names}, but doubted `
+      + `${withdrawn.length > 1 ? 'them' : 'it'} (doubt ${envelope.call_doubt.toFixed(2)}), so the list counts as empty.` }));
   } else if (envelope.success && envelope.function_calls.length === 0) {
     parts.push(el('p', { className: 'status', textContent: envelope.type === 'respond' && envelope.text.trim() && !envelope.text.includes('<tool_call>')
       ? 'A reply in words (allowed after a tool result).' : 'No tool fits this request (an empty call list).' }));

@@ -87,7 +87,8 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   REQUIRE(essence(r.out) == essence(tc::envelopeJson(session.complete(native, request))));
   const needle::json::Value v = needle::json::parse(r.out);
   for (const char* key : {"type", "success", "error", "function_calls", "reasoning", "text", "confidence",
-                          "no_call_margin", "call_doubt", "withdrawn_calls", "prompt_tokens", "pinned_tokens", "reused_prompt_tokens", "generated_tokens",
+                          "no_call_margin", "call_doubt", "withdrawn_calls", "prompt_tokens", "pinned_tokens",
+                          "reused_prompt_tokens", "generated_tokens",
                           "forced_tokens", "reply_ids",
                           "tools_offered", "time_to_first_token_ms", "prefill_tps", "decode_tps", "constraint_ms",
                           "peak_memory_bytes"})
