@@ -24,7 +24,8 @@ const char* kUsage =
     "usage: needle-run --archive FILE --tools TOOLS.json [--system TEXT] [--history FILE]\n"
     "                  [--seed S] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
     "                  [--repeat-penalty R] [--repeat-window N] [--max-tokens N] [--no-constrain]\n"
-    "                  [--no-heads] [--no-call-bias B] [--no-call-doubt W] [--span-strings]\n"
+    "                  [--no-heads] [--no-call-bias B] [--no-call-doubt W] [--no-call-named V]\n"
+    "                  [--span-strings]\n"
     "                  [--act a8|f32] [--kv int8|f32]\n"
     "                  [--stream] \"request\"\n"
     "       needle-run --archive FILE --batch FILE [--act a8|f32] [--kv int8|f32]\n"
@@ -51,7 +52,10 @@ const char* kUsage =
     "  --no-call-bias B     added to the log-odds of answering [] where the call list opens\n"
     "                       (docs/toolcall.md, \"The no-call bias\"; default 0, -100 .. 100)\n"
     "  --no-call-doubt W    the weight of the drawn call's doubt in that decision: calls withdrawn\n"
-    "                       when margin + bias + W x doubt > 0 (the same section; default 0, 0 .. 100)\n"
+    "                       when margin + bias + W x doubt - V x named > 0 (the same section;\n"
+    "                       default 0, 0 .. 100)\n"
+    "  --no-call-named V    the credit in that decision of calls whose tools the request names (a\n"
+    "                       name word in common; the same section; default 0, 0 .. 100)\n"
     "  --span-strings       free string values are spans of the request (docs/toolcall.md,\n"
     "                       \"Span strings\")\n"
     "  sampling             greedy unless --temperature > 0, as needle-ref and the engine:\n"
@@ -110,6 +114,9 @@ Request requestFromFlags(cli::Args& args, const std::string& toolsPath) {
   r.noCallDoubt = cli::parseReal(args.option("--no-call-doubt", "0"), "--no-call-doubt");
   if (!(r.noCallDoubt >= 0 && r.noCallDoubt <= kNoCallDoubtLimit))
     throw cli::UsageError("--no-call-doubt must be from 0 to " + std::to_string(kNoCallDoubtLimit));
+  r.noCallNamed = cli::parseReal(args.option("--no-call-named", "0"), "--no-call-named");
+  if (!(r.noCallNamed >= 0 && r.noCallNamed <= kNoCallNamedLimit))
+    throw cli::UsageError("--no-call-named must be from 0 to " + std::to_string(kNoCallNamedLimit));
   r.spanStrings = args.flag("--span-strings");
   r.sampling.temperature = cli::parseReal(args.option("--temperature", "0"), "--temperature");
   r.sampling.topK = cli::parseU32(args.option("--top-k", "0"), "--top-k");

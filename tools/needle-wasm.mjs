@@ -18,8 +18,8 @@ const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT |
        [--temperature T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-window N]
        [--trace] [--wasm FILE]
    or: node tools/needle-wasm.mjs --archive FILE --tools TOOLS.json [--prompt REQUEST] [--system TEXT]
-       [--history FILE] [--max-tokens N] [--no-constrain] [--no-heads] [--no-call-bias B] [--no-call-doubt W] [--span-strings]
-       [--stream] [--threads T]
+       [--history FILE] [--max-tokens N] [--no-constrain] [--no-heads] [--no-call-bias B] [--no-call-doubt W]
+       [--no-call-named V] [--span-strings] [--stream] [--threads T]
        [--seed S] [sampling options] [--wasm FILE] [--toolcall FILE]
    or: node tools/needle-wasm.mjs --archive FILE --batch FILE [--threads T] [--wasm FILE] [--toolcall FILE]
 
@@ -53,7 +53,9 @@ calls, reply ids and confidence):
   --no-call-bias B    added to the log-odds of answering [] where the call list opens (docs/toolcall.md,
                       "The no-call bias"; default 0; the session refuses one outside -100 .. 100)
   --no-call-doubt W   the weight of the drawn call's doubt in that decision: calls withdrawn when
-                      margin + bias + W x doubt > 0 (the same section; default 0, 0 .. 100)
+                      margin + bias + W x doubt - V x named > 0 (the same section; default 0, 0 .. 100)
+  --no-call-named V   the credit in that decision of calls whose tools the request names (a name word
+                      in common; the same section; default 0, 0 .. 100)
   --span-strings      free string values are spans of the request (docs/toolcall.md, "Span strings")
   --stream            also write the reply's text to stderr as it is generated
   --batch FILE        one request JSON per line (docs/toolcall.md, "The request"; "-" reads stdin),
@@ -70,7 +72,7 @@ does not fit the context; with --batch: some line was refused or failed), 2 usag
 const TOOLCALL_FLAGS = ['no-constrain', 'no-heads', 'span-strings', 'stream'];
 const FLAGS = [...TOOLCALL_FLAGS, 'trace'];
 const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out', 'prefill', 'trace'];
-const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'no-call-bias', 'no-call-doubt', 'batch', 'toolcall', ...TOOLCALL_FLAGS];
+const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'no-call-bias', 'no-call-doubt', 'no-call-named', 'batch', 'toolcall', ...TOOLCALL_FLAGS];
 
 function parseArgs(argv) {
   const opts = {};
@@ -175,6 +177,8 @@ async function toolcallRequest(engine, opts) {
   if (noCallBias !== undefined) request.no_call_bias = noCallBias;
   const noCallDoubt = num(opts['no-call-doubt'], '--no-call-doubt');
   if (noCallDoubt !== undefined) request.no_call_doubt = noCallDoubt;
+  const noCallNamed = num(opts['no-call-named'], '--no-call-named');
+  if (noCallNamed !== undefined) request.no_call_named = noCallNamed;
   Object.assign(request, samplingOptions(opts, 'request'), { seed: seedText(opts.seed) });
   return request;
 }

@@ -278,6 +278,10 @@ Request parseRequest(const Value& v) {
       r.noCallDoubt = realOf(x, k);
       if (!(r.noCallDoubt >= 0 && r.noCallDoubt <= kNoCallDoubtLimit))
         badKey(k, "must be a number from 0 to " + str(kNoCallDoubtLimit));
+    } else if (k == "no_call_named") {
+      r.noCallNamed = realOf(x, k);
+      if (!(r.noCallNamed >= 0 && r.noCallNamed <= kNoCallNamedLimit))
+        badKey(k, "must be a number from 0 to " + str(kNoCallNamedLimit));
     } else if (k == "span_strings") {
       r.spanStrings = boolOf(x, k);
     } else {
@@ -296,6 +300,38 @@ Envelope errorEnvelope(std::string message) {
   Envelope e;
   e.error = std::move(message);
   return e;
+}
+
+std::vector<std::string> nameWords(std::string_view text) {
+  auto lower = [](char c) { return c >= 'a' && c <= 'z'; };
+  auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  std::vector<std::string> words;
+  std::string run;
+  auto endRun = [&] {
+    if (run.size() >= 3) {
+      if (run.back() == 's') run.pop_back();
+      words.push_back(run);
+    }
+    run.clear();
+  };
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const char c = i < text.size() ? text[i] : '\0';
+    if (!lower(c) && !upper(c)) {
+      endRun();
+      continue;
+    }
+    if (upper(c) && i > 0 && lower(text[i - 1])) endRun();  // camelCase: a new word
+    run += upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  return words;
+}
+
+bool namesTool(std::string_view request, std::string_view toolName) {
+  const std::vector<std::string> said = nameWords(request), named = nameWords(toolName);
+  return std::any_of(named.begin(), named.end(),
+                     [&](const std::string& w) { return std::binary_search(said.begin(), said.end(), w); });
 }
 
 // Calls as the envelope writes them: [{"name", "arguments"}], compact.
@@ -318,6 +354,7 @@ std::string envelopeJson(const Envelope& e) {
   out += ",\"confidence\":" + (e.confidence ? f32Json(*e.confidence) : std::string("null"));
   out += ",\"no_call_margin\":" + (e.noCallMargin ? f32Json(*e.noCallMargin) : std::string("null"));
   out += ",\"call_doubt\":" + (e.callDoubt ? f32Json(*e.callDoubt) : std::string("null"));
+  out += ",\"calls_named\":" + (e.callsNamed ? std::string(*e.callsNamed ? "true" : "false") : std::string("null"));
   out += ",\"withdrawn_calls\":" + callsJson(e.withdrawnCalls);
   out += ",\"prompt_tokens\":" + str(e.promptTokens);
   out += ",\"pinned_tokens\":" + str(e.pinnedTokens);
@@ -690,9 +727,10 @@ struct Session::Run {
       if (maskAllows(mask, id)) (closesEmpty(id) ? empty : calls).push_back(id);
     if (empty.empty() || calls.empty()) return mask;  // no choice here (or none left by the budget)
     if (!margin) margin = logProbOf(empty) - logProbOf(calls);
-    if (req.noCallBias == 0 && req.noCallDoubt == 0) return mask;
+    if (req.noCallBias == 0 && req.noCallDoubt == 0 && req.noCallNamed == 0) return mask;
+    // Empty only where no call could be kept once written: the named credit is the most it can get.
     if (listChoice == ListChoice::Open)
-      listChoice = *margin + req.noCallBias > 0 ? ListChoice::Empty : ListChoice::Calls;
+      listChoice = *margin + req.noCallBias - req.noCallNamed > 0 ? ListChoice::Empty : ListChoice::Calls;
     choiceMask.assign(maskWords(model.vocab()), 0);
     for (uint32_t id : listChoice == ListChoice::Empty ? empty : calls) maskAllow(choiceMask.data(), id);
     return choiceMask.data();
@@ -774,20 +812,27 @@ struct Session::Run {
     backend.feed(rest, true);
   }
 
-  // The no-call decision's envelope fields and its doubt half (§8.4), once the reply is read: the
-  // margin; once the calls side was chosen, the calls' doubt, minus the mean log-prob of the call
-  // block's drawn tokens after its first (the draw that opens the list, where the decision is made
-  // whenever the tokenizer has pieces that close it empty at once); with no_call_doubt the calls are
-  // withdrawn (the list counts as empty) when margin + bias + no_call_doubt x doubt > 0.
-  void weighDoubt() {
+  // The no-call decision's envelope fields and its second half (§8.4), once the reply is read: the
+  // margin; whether the request names every called tool; once the calls side was chosen, the calls'
+  // doubt, minus the mean log-prob of the call block's drawn tokens after its first (the draw that
+  // opens the list, where the decision is made whenever the tokenizer has pieces that close it empty
+  // at once). With no_call_doubt or no_call_named the calls are withdrawn (the list counts as empty)
+  // when margin + bias + no_call_doubt x doubt - no_call_named x [named] > 0.
+  void weighCalls() {
+    if (!env.calls.empty()) {
+      const std::string request = userText();
+      env.callsNamed = std::all_of(env.calls.begin(), env.calls.end(),
+                                   [&](const FunctionCall& c) { return namesTool(request, c.name); });
+    }
     if (!margin) return;
     env.noCallMargin = static_cast<float>(*margin);
     if (listChoice != ListChoice::Calls) return;
     const uint32_t after = callLogprobCount > 0 ? callLogprobCount - 1 : 0;
     const double doubt = after ? -(callLogprobSum - static_cast<double>(firstCallLogprob)) / after : 0.0;
     env.callDoubt = static_cast<float>(doubt);
-    if (req.noCallDoubt == 0 || env.calls.empty()) return;
-    if (*margin + req.noCallBias + req.noCallDoubt * doubt > 0) {
+    if ((req.noCallDoubt == 0 && req.noCallNamed == 0) || env.calls.empty()) return;
+    const double credit = *env.callsNamed ? req.noCallNamed : 0.0;
+    if (*margin + req.noCallBias + req.noCallDoubt * doubt - credit > 0) {
       env.withdrawnCalls = std::move(env.calls);
       env.calls.clear();
     }
@@ -825,7 +870,7 @@ struct Session::Run {
 
     const Reply reply = parseReply(env.text, offered, allowText);
     env.calls = reply.calls;
-    weighDoubt();
+    weighCalls();
     env.reasoning = reply.reasoning;
     env.generatedTokens = static_cast<uint32_t>(env.replyIds.size());
     env.error = reply.error;

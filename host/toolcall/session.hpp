@@ -114,6 +114,14 @@ class SessionModel {
 constexpr uint32_t kNoCallBiasLimit = 100;
 // no_call_doubt at most (it is a weight on the call's doubt, §8.4, so never below 0).
 constexpr uint32_t kNoCallDoubtLimit = 100;
+// no_call_named at most (a credit for calls the request names, §8.4, so never below 0).
+constexpr uint32_t kNoCallNamedLimit = 100;
+
+// The name words of a text (docs/toolcall.md §8.4): its runs of three or more ASCII letters, split
+// where a lower-case letter meets an upper-case one (camelCase), lower-cased, a final "s" dropped.
+std::vector<std::string> nameWords(std::string_view text);
+// Whether `request` names the tool `toolName`: they share a name word.
+bool namesTool(std::string_view request, std::string_view toolName);
 
 // One request (docs/toolcall.md, "The request"; parseRequest reads its JSON form).
 struct Request {
@@ -128,6 +136,7 @@ struct Request {
   bool useHeads = true;         // rank tools (more than 5, contrastive head) and give confidence
   float noCallBias = 0;         // added to the log-odds of an empty call list at its decision (§8.4)
   float noCallDoubt = 0;        // the weight of the drawn call's doubt in that decision (§8.4)
+  float noCallNamed = 0;        // subtracted there when the request names every called tool (§8.4)
   bool spanStrings = false;     // free string values are spans of the user's request (§8.5)
 };
 
@@ -149,7 +158,8 @@ struct Envelope {
   std::optional<float> confidence;      // with the confidence head
   std::optional<float> noCallMargin;    // log P(empty) - log P(calls) where the call list opened (§8.4)
   std::optional<float> callDoubt;       // minus the mean log-prob of the calls' drawn tokens after it
-  std::vector<FunctionCall> withdrawnCalls;  // calls the doubt took back (no_call_doubt, §8.4)
+  std::optional<bool> callsNamed;       // the request names every called tool (§8.4); none: no calls
+  std::vector<FunctionCall> withdrawnCalls;  // calls the decision took back after they were written (§8.4)
   uint32_t promptTokens = 0, pinnedTokens = 0, generatedTokens = 0, forcedTokens = 0;
   uint32_t reusedPromptTokens = 0;      // prompt positions restored from the backend's snapshot
   std::vector<uint32_t> replyIds;

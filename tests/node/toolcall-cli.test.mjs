@@ -20,7 +20,7 @@ const skip = !micro || !small ? 'needs build/models' : !needleRun ? 'needs build
 
 // Everything the session decides; the timings and memory differ between the engines by nature.
 const SAME = ['type', 'success', 'error', 'function_calls', 'reasoning', 'text', 'confidence', 'no_call_margin',
-  'call_doubt', 'withdrawn_calls', 'prompt_tokens',
+  'call_doubt', 'calls_named', 'withdrawn_calls', 'prompt_tokens',
   'pinned_tokens', 'reused_prompt_tokens', 'generated_tokens', 'forced_tokens', 'reply_ids', 'tools_offered'];
 const decided = (envelope) => Object.fromEntries(SAME.map((k) => [k, envelope[k]]));
 
@@ -97,6 +97,10 @@ test('the same request and seed give the same envelope in needle-run and needle-
     // keeps the calls and a high one that withdraws them
     for (const [seed, doubt] of [[16, 100], [22, 100], [16, 0.5], [22, 0.5]])
       lines.push({ tools: [WEATHER, TIMER], request: 'Set a timer for 5 minutes', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, no_call_doubt: doubt });
+    // the named credit (§8.4): a bias that would close the list, a credit that opens it, and the calls
+    // kept where the request names their tool ("timer") and withdrawn where it does not
+    for (const [request, seed] of [['Set a timer for 5 minutes', 4], ['Start one for 5 minutes', 4], ['Set a timer for 5 minutes', 22], ['Start one for 5 minutes', 22]])
+      lines.push({ tools: [WEATHER, TIMER], request, temperature: 1, seed, max_tokens: 96, no_call_bias: 50, no_call_named: 60 });
     // span strings: both engines build the same span trie and take the same draws from it (§8.5)
     for (const seed of [12, 13, 14])
       lines.push({ tools: [WEATHER, TIMER], request: 'Weather in Évora, “Alto Alentejo” please', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, span_strings: true });
@@ -127,6 +131,12 @@ test('the same request and seed give the same envelope in needle-run and needle-
         `${path.basename(archive)}: no call withdrawn`);
       assert.ok(weighed.some((e) => e.withdrawn_calls.length === 0 && e.function_calls.length > 0),
         `${path.basename(archive)}: every call withdrawn`);
+      const credited = a.filter((e, i) => lines[i].no_call_named !== undefined);
+      assert.ok(credited.every((e) => e.function_calls.length + e.withdrawn_calls.length === 0 || typeof e.calls_named === 'boolean'));
+      assert.ok(credited.some((e) => e.calls_named === true && e.function_calls.length > 0),
+        `${path.basename(archive)}: no named call kept`);
+      assert.ok(credited.some((e) => e.calls_named === false && e.withdrawn_calls.length > 0),
+        `${path.basename(archive)}: no unnamed call withdrawn`);
       // micro has probe heads (a confidence), small has none
       assert.equal(a.every((e) => e.confidence === null), archive === small);
     }

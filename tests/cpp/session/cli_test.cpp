@@ -87,13 +87,13 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   REQUIRE(essence(r.out) == essence(tc::envelopeJson(session.complete(native, request))));
   const needle::json::Value v = needle::json::parse(r.out);
   for (const char* key : {"type", "success", "error", "function_calls", "reasoning", "text", "confidence",
-                          "no_call_margin", "call_doubt", "withdrawn_calls", "prompt_tokens", "pinned_tokens",
+                          "no_call_margin", "call_doubt", "calls_named", "withdrawn_calls", "prompt_tokens", "pinned_tokens",
                           "reused_prompt_tokens", "generated_tokens",
                           "forced_tokens", "reply_ids",
                           "tools_offered", "time_to_first_token_ms", "prefill_tps", "decode_tps", "constraint_ms",
                           "peak_memory_bytes"})
     REQUIRE(v.find(key) != nullptr);
-  REQUIRE(v.members.size() == 22);
+  REQUIRE(v.members.size() == 23);
   REQUIRE(v.find("reused_prompt_tokens")->text == "0");  // one request: nothing to reuse
   REQUIRE(std::stod(v.find("peak_memory_bytes")->text) > 1e6);
 
@@ -136,6 +136,17 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   const Result negative = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-doubt -1 hi");
   REQUIRE(negative.status == 2);
   REQUIRE(negative.err.find("--no-call-doubt must be from 0 to 100") != std::string::npos);
+  // --no-call-named reaches the session: the session's envelope for the same bias, weight and credit.
+  const Result credited = run(dir, "--archive " + archive + " --tools " + tools +
+                                       " --temperature 1 --seed 42 --no-call-bias 1 --no-call-doubt 0.5 --no-call-named 3 " +
+                                       quote("What's the weather in Paris?"));
+  REQUIRE(credited.status == 0);
+  request.noCallBias = 1;
+  request.noCallNamed = 3;
+  REQUIRE(essence(credited.out) == essence(tc::envelopeJson(session.complete(native, request))));
+  const Result over = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-named 100.5 hi");
+  REQUIRE(over.status == 2);
+  REQUIRE(over.err.find("--no-call-named must be from 0 to 100") != std::string::npos);
 }
 
 TEST_CASE("needle-run --history and --batch", "[session][cli]") {

@@ -496,6 +496,63 @@ TEST_CASE("the no-call doubt withdraws a call past the threshold worked out here
   REQUIRE(weighed >= 1);
 }
 
+TEST_CASE("name words: letter runs of three or more, camelCase split, lower case, no final s", "[session]") {
+  using W = std::vector<std::string>;
+  CHECK(tc::nameWords("getStockPrice") == W{"get", "price", "stock"});
+  CHECK(tc::nameWords("track_packages") == W{"package", "track"});
+  CHECK(tc::nameWords("hotels.find") == W{"find", "hotel"});
+  CHECK(tc::nameWords("HTTPServer v2") == W{"httpserver"});
+  CHECK(tc::nameWords("a to be, OK?") == W{});
+  CHECK(tc::nameWords("Bl\xC3\xB6ugpod's Bus") == W{"bu", "ugpod"});  // the bytes of ö are no letters
+  CHECK(tc::nameWords("") == W{});
+  CHECK(tc::namesTool("show the RUSF stock price", "get_stock_price"));
+  CHECK(tc::namesTool("Find me HOTELS in Lyon", "hotel.search"));
+  CHECK(!tc::namesTool("Where is my parcel?", "track_package"));
+  CHECK(tc::namesTool("set it", "set_timer"));  // "set" is a word of three letters: it is shared
+}
+
+TEST_CASE("the named credit keeps a named call the bias and doubt would withdraw, and only a named one", "[session]") {
+  const Loaded& l = micro();
+  tc::Session session(*l.session);
+  DrawRecordingBackend backend(l);
+  size_t named = 0, unnamed = 0;
+  for (const char* text : kDecisionRequests) {
+    tc::Request r = request(text);
+    const auto [plain, margin] = plainReply(l, session, backend, r);
+    // The calls drawn with the list forced open: what every request below writes.
+    r.noCallBias = -100;
+    backend.clear();
+    const tc::Envelope called = session.complete(backend, r);
+    REQUIRE(!called.calls.empty());
+    REQUIRE(called.callsNamed);
+    const bool names = std::all_of(called.calls.begin(), called.calls.end(),
+                                   [&](const tc::FunctionCall& c) { return tc::namesTool(text, c.name); });
+    REQUIRE(*called.callsNamed == names);
+    // A bias that closes the list by 0.3 nats at the draw; a credit of 0.3 + step opens it there
+    // (margin + bias - credit <= 0) and then keeps the calls only when the request names them.
+    r.noCallBias = static_cast<float>(-margin + 0.3);
+    for (const double step : {-0.01, 0.01}) {
+      r.noCallNamed = static_cast<float>(0.3 + step);
+      backend.clear();
+      const tc::Envelope env = session.complete(backend, r);
+      checkConstrainedReply(l, r, env, backend.streamed);
+      INFO(text << ": margin " << margin << ", bias " << r.noCallBias << ", credit " << r.noCallNamed);
+      if (step < 0) {  // the credit cannot keep a call: the list is closed where it opens
+        REQUIRE(env.calls.empty());
+        REQUIRE(env.withdrawnCalls.empty());
+        continue;
+      }
+      REQUIRE(env.text == called.text);
+      REQUIRE(env.calls.empty() == !names);
+      REQUIRE(callsJson(names ? env.calls : env.withdrawnCalls) == callsJson(called.calls));
+    }
+    r.noCallNamed = 0;
+    ++(names ? named : unnamed);
+  }
+  REQUIRE(named >= 1);
+  REQUIRE(unnamed >= 1);
+}
+
 TEST_CASE("span strings: every free string of a call is a span of the request", "[session]") {
   const Loaded& l = micro();
   tc::Session session(*l.session);
@@ -606,7 +663,7 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
       R"({"tools":"[{\"name\":\"a\"}]","request":"hi","system":"date: today","max_tokens":12,"constrain":false,)"
       R"("temperature":0.7,"top_k":40,"top_p":0.9,"min_p":0.05,"repeat_penalty":1.1,"repeat_window":64,)"
       R"("seed":"18446744073709551615","use_heads":false,"no_call_bias":-1.5,"no_call_doubt":0.75,)"
-      R"("span_strings":true})");
+      R"("no_call_named":6,"span_strings":true})");
   REQUIRE(r.tools.size() == 1);
   REQUIRE(r.tools[0].name == "a");
   REQUIRE(*r.request == "hi");
@@ -623,9 +680,11 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   REQUIRE(!r.useHeads);
   REQUIRE(r.noCallBias == -1.5f);
   REQUIRE(r.noCallDoubt == 0.75f);
+  REQUIRE(r.noCallNamed == 6.0f);
   REQUIRE(r.spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallBias == 0);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallDoubt == 0);
+  REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallNamed == 0);
   REQUIRE(!tc::parseRequest(R"({"tools":[],"request":""})").spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":12345678901234567890})").seed == 12345678901234567890ull);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":1e3})").seed == 1000);
@@ -659,6 +718,9 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
     CHECK(error(R"({"tools":[],"request":"x","no_call_doubt":)" + std::string(doubt) + "}") ==
           "request: \"no_call_doubt\" must be a number from 0 to 100");
   CHECK(error(R"({"tools":[],"request":"x","no_call_doubt":null})") == "request: \"no_call_doubt\" must be a number");
+  for (const char* named : {"-1", "101"})
+    CHECK(error(R"({"tools":[],"request":"x","no_call_named":)" + std::string(named) + "}") ==
+          "request: \"no_call_named\" must be a number from 0 to 100");
   CHECK(error(R"({"tools":{},"request":"x"})") ==
         "request: \"tools\" must be an array of tools or a string of tools JSON");
   CHECK(error(R"({"tools":"[{\"name\":\"a\",\n\"parameters\":{]","request":"x"})") ==
@@ -685,6 +747,7 @@ TEST_CASE("the envelope JSON: keys in order and null where absent", "[session]")
   e.confidence = 0.25f;
   e.noCallMargin = -2.5f;
   e.callDoubt = 0.125f;
+  e.callsNamed = false;
   e.withdrawnCalls.push_back(c);
   e.promptTokens = 100;
   e.pinnedTokens = 80;
@@ -701,14 +764,15 @@ TEST_CASE("the envelope JSON: keys in order and null where absent", "[session]")
   REQUIRE(tc::envelopeJson(e) ==
           R"({"type":"call","success":true,"error":null,"function_calls":[{"name":"get_weather","arguments":{"location":"K\u00f6ln"}}],)"
           R"("reasoning":"r","text":" <tool_call>[]","confidence":0.25,"no_call_margin":-2.5,"call_doubt":0.125,)"
-          R"("withdrawn_calls":[{"name":"get_weather","arguments":{"location":"K\u00f6ln"}}],)"
+          R"("calls_named":false,"withdrawn_calls":[{"name":"get_weather","arguments":{"location":"K\u00f6ln"}}],)"
           R"("prompt_tokens":100,"pinned_tokens":80,"reused_prompt_tokens":80,)"
           R"("generated_tokens":3,"forced_tokens":1,"reply_ids":[7,8,9],"tools_offered":["a","b"],)"
           R"("time_to_first_token_ms":1.500,"prefill_tps":1000.0,"decode_tps":100.0,"constraint_ms":0.000,)"
           R"("peak_memory_bytes":123456789})");
   REQUIRE(tc::envelopeJson(tc::errorEnvelope("tool \"t\": \"name\" is empty")) ==
           R"({"type":"respond","success":false,"error":"tool \"t\": \"name\" is empty","function_calls":[],)"
-          R"("reasoning":"","text":"","confidence":null,"no_call_margin":null,"call_doubt":null,"withdrawn_calls":[],)"
+          R"("reasoning":"","text":"","confidence":null,"no_call_margin":null,"call_doubt":null,"calls_named":null,)"
+          R"("withdrawn_calls":[],)"
           R"("prompt_tokens":0,"pinned_tokens":0,"reused_prompt_tokens":0,"generated_tokens":0,)"
           R"("forced_tokens":0,"reply_ids":[],"tools_offered":null,"time_to_first_token_ms":0.000,"prefill_tps":0.0,)"
           R"("decode_tps":0.0,"constraint_ms":0.000,"peak_memory_bytes":0})");
