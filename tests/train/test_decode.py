@@ -462,25 +462,35 @@ class Calibration(unittest.TestCase):
                 self.assertEqual(asked, ["Set a pasta timer for 12 minutes", "Hall lights off"] * 3)
             totals = {float(b): row["total"] for b, row in calibration["by_bias"].items()}
             best = max(sorted(totals), key=lambda b: totals[b])  # the smaller on a tie
-            if calibration["no_call_doubt"] == 0:
+            if calibration["no_call_doubt"] == 0 and calibration["no_call_named"] == 0:
                 self.assertEqual(calibration["no_call_bias"], best)
             self.assertIn("<- chosen", printed.getvalue())
-            self.assertEqual(evaluate.calibrated_decision(archive)[:2],
-                             (calibration["no_call_bias"], calibration["no_call_doubt"]))
+            self.assertEqual(evaluate.calibrated_decision(archive)[:3],
+                             (calibration["no_call_bias"], calibration["no_call_doubt"], calibration["no_call_named"]))
             # The doubt: one evaluation at bias -100 (a call every time, with its margin and doubt), from
             # which every (bias, weight) is worked out; at weight 0 that gives the evaluated counts again
             # (calibrate.py stops otherwise), and at bias 100 every weight still gives C's two alone.
             with open(os.path.join(out, "forced", "results.json"), encoding="utf-8") as f:
                 self.assertEqual(json.load(f)["no_call_bias"], -100.0)
-            self.assertEqual(sorted(calibration["by_doubt"], key=float), ["0.5", "1", "1.5", "2", "2.5", "3"])
+            self.assertEqual(sorted(calibration["by_doubt"], key=float), ["0.5", "1", "1.5", "2", "2.5", "3", "4"])
             for weight, rows in calibration["by_doubt"].items():
                 self.assertEqual(rows["100"], {"A": 0, "B": 0, "C": 2, "total": 2}, weight)
-            pairs = [(0.0, float(b), row["total"]) for b, row in calibration["by_bias"].items()] + \
-                [(float(w), float(b), row["total"])
-                 for w, rows in calibration["by_doubt"].items() for b, row in rows.items()]
+            # The named credit, worked out from the same forced calls with every weight (0 too): at bias 100
+            # a credit of 8 or less cannot open the list, so C's two alone again; at weight 0 and bias 0 a
+            # credit keeps every forced call the request names (none of C's can be right then).
+            self.assertEqual(sorted(calibration["by_named"], key=float), ["2", "4", "6", "8"])
+            for credit, weights in calibration["by_named"].items():
+                self.assertEqual(sorted(weights, key=float), ["0", "0.5", "1", "1.5", "2", "2.5", "3", "4"])
+                for weight, rows in weights.items():
+                    self.assertEqual(rows["100"], {"A": 0, "B": 0, "C": 2, "total": 2}, (credit, weight))
+            rows = {"0": calibration["by_bias"]} | {w: r for w, r in calibration["by_doubt"].items()}
+            grid = [row["total"] for r in rows.values() for row in r.values()] + \
+                [row["total"] for weights in calibration["by_named"].values() for r in weights.values()
+                 for row in r.values()]
             bias, doubt = f"{calibration['no_call_bias']:g}", f"{calibration['no_call_doubt']:g}"
-            chosen = calibration["by_doubt"][doubt][bias] if doubt != "0" else calibration["by_bias"][bias]
-            self.assertEqual(chosen["total"], max(t for _w, _b, t in pairs))
+            named = f"{calibration['no_call_named']:g}"
+            chosen = calibration["by_named"][named][doubt][bias] if named != "0" else rows[doubt][bias]
+            self.assertEqual(chosen["total"], max(grid))
             # --reuse: the biases evaluated before for this archive, data and requests are read, a new
             # one is evaluated; an earlier evaluation of other requests is evaluated again.
             bias0 = os.path.join(out, "bias-0", "results.json")
@@ -506,20 +516,20 @@ class Calibration(unittest.TestCase):
                 self.assertEqual(json.load(f)["skip"], 1)  # evaluated again
             with open(archive, "ab") as f:  # another archive: its calibration is not this one's
                 f.write(b"\0")
-            self.assertEqual(evaluate.calibrated_decision(archive), (0.0, 0.0, "none"))
+            self.assertEqual(evaluate.calibrated_decision(archive), (0.0, 0.0, 0.0, "none"))
             # An archive the page lists (by sha256) without a calibration beside it: the page's bias.
             listed = os.path.join(tmp, "models.json")
             with open(listed, "w", encoding="utf-8") as f:
                 json.dump([{"name": "other", "sha256": "0" * 64, "no_call_bias": 3},
                            {"name": "this", "sha256": evaluate.file_facts(archive)["sha256"], "no_call_bias": 0.75,
-                            "no_call_doubt": 1.5}], f)
-            self.assertEqual(evaluate.calibrated_decision(archive, listed), (0.75, 1.5, os.path.relpath(listed)))
+                            "no_call_doubt": 1.5, "no_call_named": 6}], f)
+            self.assertEqual(evaluate.calibrated_decision(archive, listed), (0.75, 1.5, 6.0, os.path.relpath(listed)))
             os.remove(os.path.join(out, "calibration.json"))
             with open(archive, "rb") as f:
                 unlisted = f.read()[:-1]
             with open(archive, "wb") as f:  # the calibrated archive again, now without its calibration
                 f.write(unlisted)
-            self.assertEqual(evaluate.calibrated_decision(archive, listed), (0.0, 0.0, "none"))
+            self.assertEqual(evaluate.calibrated_decision(archive, listed), (0.0, 0.0, 0.0, "none"))
 
     def test_the_shipped_archive_is_asked_with_the_pages_bias(self):
         import evaluate
@@ -528,16 +538,16 @@ class Calibration(unittest.TestCase):
         archive = os.path.join(evaluate.ROOT, shipped["url"])  # the page's models/ is the repository's
         self.assertEqual(evaluate.calibrated_decision(archive),
                          (float(shipped["no_call_bias"]), float(shipped.get("no_call_doubt", 0.0)),
-                          os.path.relpath(evaluate.MODELS_JSON)))
+                          float(shipped.get("no_call_named", 0.0)), os.path.relpath(evaluate.MODELS_JSON)))
 
     def test_the_forced_calls_are_decided_as_the_session_decides(self):
         import calibrate
         gold_call = [{"name": "t", "arguments": {}}]
-        rows = [  # (split, gold, margin, doubt, the forced calls)
-            ("A", gold_call, -2.0, 0.5, gold_call),    # empty at bias > 2; withdrawn at -2 + b + 0.5 w > 0
-            ("C", [], -1.0, 2.0, gold_call),           # right when empty: bias > 1, or -1 + b + 2 w > 0
-            ("B", gold_call, None, None, gold_call),   # no decision: the reply stands at any setting
-            ("C", [], None, None, []),
+        rows = [  # (split, gold, margin, doubt, the forced calls, whether the request names them)
+            ("A", gold_call, -2.0, 0.5, gold_call, True),   # empty at bias > 2; withdrawn at -2 + b + 0.5 w > 0
+            ("C", [], -1.0, 2.0, gold_call, False),         # right when empty: bias > 1, or -1 + b + 2 w > 0
+            ("B", gold_call, None, None, gold_call, True),  # no decision: the reply stands at any setting
+            ("C", [], None, None, [], None),
         ]
         self.assertEqual(calibrate.worked_out(rows, 0.0, 0.0), {"A": 1, "B": 1, "C": 1, "total": 3})
         self.assertEqual(calibrate.worked_out(rows, 1.5, 0.0), {"A": 1, "B": 1, "C": 2, "total": 4})
@@ -545,6 +555,16 @@ class Calibration(unittest.TestCase):
         self.assertEqual(calibrate.worked_out(rows, 0.0, 0.4), {"A": 1, "B": 1, "C": 1, "total": 3})  # -1 + 0.8 < 0
         self.assertEqual(calibrate.worked_out(rows, 0.0, 0.6), {"A": 1, "B": 1, "C": 2, "total": 4})  # -2 + 0.3 < 0
         self.assertEqual(calibrate.worked_out(rows, 1.0, 2.5), {"A": 0, "B": 1, "C": 2, "total": 3})  # -1 + 1.25 > 0
+        # The named credit: the list opens unless margin + bias - credit > 0, and a named call is kept
+        # unless margin + bias + w x doubt - credit > 0; an unnamed call gets no credit.
+        # A's call is named: at bias 2.5 (empty alone) a credit of 1 opens the list and keeps it.
+        self.assertEqual(calibrate.worked_out(rows, 2.5, 0.0, 1.0), {"A": 1, "B": 1, "C": 2, "total": 4})
+        # C's is not: at bias 1.5 the credit opens its list (-1 + 1.5 - 1 <= 0) and -1 + 1.5 > 0
+        # withdraws the call; a smaller credit leaves the list closed (right either way).
+        self.assertEqual(calibrate.worked_out(rows, 1.5, 0.0, 1.0), {"A": 1, "B": 1, "C": 2, "total": 4})
+        # With the doubt: at (1, 2.5) A's call is withdrawn (-2 + 1 + 1.25 > 0); a credit of 0.5 keeps it.
+        self.assertEqual(calibrate.worked_out(rows, 1.0, 2.5, 0.5), {"A": 1, "B": 1, "C": 2, "total": 4})
+        self.assertEqual(calibrate.worked_out(rows, 1.0, 2.5, 0.2), {"A": 0, "B": 1, "C": 2, "total": 3})
 
 
 def main() -> int:

@@ -4,7 +4,8 @@ never asks.
 
     /usr/bin/python3 tools/train/calibrate.py --archive build/train/needlework-tools.cact
         [--data build/train/data] [--skip 500] [--count 500] [--biases 0,0.5,1,1.5,2]
-        [--doubts 0.5,1,1.5,2,2.5,3] [--build build] [--out build/train/calibration] [--jobs 2] [--reuse]
+        [--doubts 0.5,1,1.5,2,2.5,3,4] [--named 2,4,6,8] [--build build] [--out build/train/calibration]
+        [--jobs 2] [--reuse]
 
 The no-call bias (docs/toolcall.md, "The no-call bias") is added to the log-odds of an empty call
 list where the list opens. About one training example in five answers [] (22% of the last run's
@@ -25,11 +26,19 @@ each (bias, weight) of --biases x --doubts is worked out from those envelopes in
 again; the same working at weight 0 must give every bias's evaluated counts, or calibrate.py stops
 (the check that the working is the session's). A pair with a weight is chosen over the best bias
 alone only when its total is higher (the smallest weight, then the smallest bias, on a tie); --doubts
-"" leaves the doubt out. Writes OUT/calibration.json:
+"" leaves the doubt out.
+
+The named credit (no_call_named: subtracted in that sum when the request names every called tool,
+the envelope's calls_named; the list opens unless margin + bias - credit > 0) is worked out from the
+same forced calls, for each credit of --named with every weight (0 and --doubts) and bias, and chosen
+with them the same way (the smallest credit first on a tie); --named "" leaves it out. Writes
+OUT/calibration.json:
 
     {"archive": {path, bytes, sha256}, "skip": 500, "count": 500, "no_call_bias": 1, "no_call_doubt": 1,
+     "no_call_named": 6,
      "by_bias": {"0": {"A": 257, "B": 107, "C": 345, "total": 709}, ...},
-     "by_doubt": {"0.5": {"0": {"A": ..., "total": ...}, ...}, ...}}
+     "by_doubt": {"0.5": {"0": {"A": ..., "total": ...}, ...}, ...},
+     "by_named": {"6": {"0": {"0": {"A": ..., "total": ...}, ...}, ...}, ...}}
 
 and OUT/bias-B/ and OUT/forced/ (each evaluation's results), and prints the tables. evaluate.py takes
 the bias and doubt of calibration/calibration.json beside the archive when its sha256 is the archive's
@@ -55,7 +64,8 @@ import evaluate  # noqa: E402
 # Half steps: quarter steps between 1 and 2 moved the shipped archive's validation total by a few
 # requests either way, within its noise (docs/evaluation.md, "The no-call bias").
 DEFAULT_BIASES = "0,0.5,1,1.5,2"
-DEFAULT_DOUBTS = "0.5,1,1.5,2,2.5,3"
+DEFAULT_DOUBTS = "0.5,1,1.5,2,2.5,3,4"
+DEFAULT_NAMED = "2,4,6,8"
 FORCED_BIAS = -100.0  # every request gets its call (the session's limit)
 
 
@@ -69,6 +79,8 @@ def parse_args(argv=None):
     ap.add_argument("--biases", default=DEFAULT_BIASES, help=f"the biases tried (default {DEFAULT_BIASES})")
     ap.add_argument("--doubts", default=DEFAULT_DOUBTS, help="the no-call doubt weights tried with each bias, "
                     f"worked out from one evaluation at bias -100 (default {DEFAULT_DOUBTS}; \"\": none)")
+    ap.add_argument("--named", default=DEFAULT_NAMED, help="the named credits tried with each weight and bias, "
+                    f"worked out from the same evaluation (default {DEFAULT_NAMED}; \"\": none)")
     ap.add_argument("--build", default="build", help="build directory with bin/needle-run")
     ap.add_argument("--out", default=None, help="output directory (default: calibration/ beside the archive)")
     ap.add_argument("--jobs", type=int, default=2, help="evaluations at a time (default 2; one core each)")
@@ -87,6 +99,12 @@ def parse_args(argv=None):
         ap.error(f"--doubts: not a comma list of numbers: {args.doubts!r}")
     if any(not 0 < w <= 100 for w in args.doubts):
         ap.error("--doubts: each weight must be above 0 and at most 100")
+    try:
+        args.named = sorted({float(v) for v in args.named.split(",") if v.strip()})
+    except ValueError:
+        ap.error(f"--named: not a comma list of numbers: {args.named!r}")
+    if any(not 0 < v <= 100 for v in args.named):
+        ap.error("--named: each credit must be above 0 and at most 100")
     if args.skip < 0 or args.count < 1 or args.jobs < 1:
         ap.error("--skip must be at least 0, --count and --jobs at least 1")
     if args.out is None:
@@ -123,7 +141,7 @@ def exact_by_split(results: dict) -> dict:
 
 
 def forced_rows(args, out: str) -> list:
-    """(split, gold, margin, doubt, calls) per validation request from the evaluation at bias -100 in
+    """(split, gold, margin, doubt, calls, named) per validation request from the evaluation at bias -100 in
     OUT (the envelopes of evaluate.py, in its order: the splits, then the requests)."""
     golds = []
     for split in evaluate.SPLITS:
@@ -133,22 +151,23 @@ def forced_rows(args, out: str) -> list:
         envelopes = [evaluate.parse_exact(line) for line in f if line.strip()]
     if len(envelopes) != len(golds):
         raise SystemExit(f"calibrate: {out} holds {len(envelopes)} envelopes for {len(golds)} requests")
-    return [(split, gold, e.get("no_call_margin"), e.get("call_doubt"), e["function_calls"])
+    return [(split, gold, e.get("no_call_margin"), e.get("call_doubt"), e["function_calls"], e.get("calls_named"))
             for (split, gold), e in zip(golds, envelopes)]
 
 
-def worked_out(rows: list, bias: float, doubt: float) -> dict:
-    """The exact matches per split of asking with (bias, doubt), worked out from the forced calls as
-    the session decides (docs/toolcall.md §8.4): the list is empty when margin + bias > 0, and the
-    calls are withdrawn when margin + bias + doubt x the call's doubt > 0; a reply with no decision
-    (no margin) stands."""
+def worked_out(rows: list, bias: float, doubt: float, named: float = 0.0) -> dict:
+    """The exact matches per split of asking with (bias, doubt, named), worked out from the forced calls
+    as the session decides (docs/toolcall.md §8.4): the list is empty when margin + bias - named > 0,
+    and the calls are withdrawn when margin + bias + doubt x the call's doubt - named x [the request
+    names them] > 0; a reply with no decision (no margin) stands."""
     row = {s: 0 for s in evaluate.SPLITS}
-    for split, gold, margin, call_doubt, calls in rows:
+    for split, gold, margin, call_doubt, calls, calls_named in rows:
         if margin is not None:
             margin = float(margin)
-            if margin + bias > 0:
+            credit = named if calls_named else 0.0
+            if margin + bias - named > 0:
                 calls = []
-            elif doubt and calls and call_doubt is not None and margin + bias + doubt * float(call_doubt) > 0:
+            elif (doubt or named) and calls and margin + bias + doubt * float(call_doubt or 0) - credit > 0:
                 calls = []
         row[split] += evaluate.exact_match(calls, gold)
     row["total"] = sum(row[s] for s in evaluate.SPLITS)
@@ -196,45 +215,51 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     archive = evaluate.file_facts(args.archive)
     settings = [(bias, f"bias-{bias:g}") for bias in args.biases]
-    if args.doubts:
+    if args.doubts or args.named:
         settings.append((FORCED_BIAS, "forced"))
     results = run_evaluations(args, settings, archive)
     by_bias = {bias: exact_by_split(results[f"bias-{bias:g}"]) for bias in args.biases}
     best = max(args.biases, key=lambda b: (by_bias[b]["total"], -b))
-    chosen = (best, 0.0)
-    by_doubt = {}
-    if args.doubts:
+    chosen = (best, 0.0, 0.0)  # bias, doubt weight, named credit
+    by_doubt, by_named = {}, {}
+    if args.doubts or args.named:
         rows = forced_rows(args, os.path.join(args.out, "forced"))
         for bias in args.biases:
             if worked_out(rows, bias, 0.0) != by_bias[bias]:
                 raise SystemExit(f"calibrate: the forced calls work out to {worked_out(rows, bias, 0.0)} at bias "
                                  f"{bias:g}, but its evaluation gave {by_bias[bias]}: the working is not the "
-                                 "session's, so no doubt is chosen from it")
+                                 "session's, so no doubt or credit is chosen from it")
         by_doubt = {w: {b: worked_out(rows, b, w) for b in args.biases} for w in args.doubts}
-        top = max(((w, b) for w in args.doubts for b in args.biases),
-                  key=lambda wb: (by_doubt[wb[0]][wb[1]]["total"], -wb[0], -wb[1]))
-        if by_doubt[top[0]][top[1]]["total"] > by_bias[best]["total"]:
-            chosen = (top[1], top[0])
+        weights = [0.0] + args.doubts
+        by_named = {v: {w: {b: worked_out(rows, b, w, v) for b in args.biases} for w in weights} for v in args.named}
+        grid = {(0.0, w, b): by_doubt[w][b] for w in args.doubts for b in args.biases}
+        grid.update({(v, w, b): by_named[v][w][b] for v in args.named for w in weights for b in args.biases})
+        top = max(grid, key=lambda vwb: (grid[vwb]["total"], -vwb[0], -vwb[1], -vwb[2]))
+        if grid[top]["total"] > by_bias[best]["total"]:
+            chosen = (top[2], top[1], top[0])
     calibration = {"archive": archive, "skip": args.skip, "count": args.count,
-                   "no_call_bias": chosen[0], "no_call_doubt": chosen[1],
+                   "no_call_bias": chosen[0], "no_call_doubt": chosen[1], "no_call_named": chosen[2],
                    "by_bias": {f"{b:g}": by_bias[b] for b in args.biases},
                    "by_doubt": {f"{w:g}": {f"{b:g}": row for b, row in rows_w.items()}
-                                for w, rows_w in by_doubt.items()}}
+                                for w, rows_w in by_doubt.items()},
+                   "by_named": {f"{v:g}": {f"{w:g}": {f"{b:g}": row for b, row in rows_w.items()}
+                                           for w, rows_w in rows_v.items()} for v, rows_v in by_named.items()}}
     path = os.path.join(args.out, "calibration.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(calibration, f, indent=1)
         f.write("\n")
     print(f"validation: examples {args.skip + 1}..{args.skip + args.count} of each split, needle-run")
-    print("doubt  bias        A      B      C   total")
-    for w, rows_w in [(0.0, by_bias)] + list(by_doubt.items()):
-        for b in args.biases:
-            row = rows_w[b]
-            print(f"{w:>5g}  {b:>4g}  " + "".join(f"{row[s]:>7}" for s in evaluate.SPLITS) + f"{row['total']:>8}"
-                  + ("   <- chosen" if (b, w) == chosen else ""))
-    if args.doubts:
-        print("(doubt 0: evaluated; the others worked out from the forced calls, which give every doubt-0 "
+    print("named  doubt  bias        A      B      C   total")
+    table = [(0.0, 0.0, b, by_bias[b]) for b in args.biases]
+    table += [(0.0, w, b, by_doubt[w][b]) for w in args.doubts for b in args.biases]
+    table += [(v, w, b, by_named[v][w][b]) for v in args.named for w in by_named[v] for b in args.biases]
+    for v, w, b, row in table:
+        print(f"{v:>5g}  {w:>5g}  {b:>4g}  " + "".join(f"{row[s]:>7}" for s in evaluate.SPLITS) + f"{row['total']:>8}"
+              + ("   <- chosen" if (b, w, v) == chosen else ""))
+    if args.doubts or args.named:
+        print("(named 0, doubt 0: evaluated; the others worked out from the forced calls, which give every such "
               "row again)")
-    print(f"calibrate: no-call bias {chosen[0]:g}, doubt {chosen[1]:g}; wrote {path}")
+    print(f"calibrate: no-call bias {chosen[0]:g}, doubt {chosen[1]:g}, named credit {chosen[2]:g}; wrote {path}")
     return 0
 
 
