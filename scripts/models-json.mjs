@@ -44,6 +44,10 @@ export function problems(list, modelsDir = path.join(root, 'models')) {
     const doubt = entry?.no_call_doubt;
     if (doubt !== undefined && typeof doubt !== 'number')
       out.push(`${where}: no_call_doubt ${JSON.stringify(doubt)} is not a number`);
+    // optional: the calibrated credit of calls whose tools the request names (§8.4)
+    const named = entry?.no_call_named;
+    if (named !== undefined && typeof named !== 'number')
+      out.push(`${where}: no_call_named ${JSON.stringify(named)} is not a number`);
     // optional: span strings for a model that only copies strings from the request (§8.5)
     const spans = entry?.span_strings;
     if (spans !== undefined && typeof spans !== 'boolean')

@@ -77,8 +77,9 @@ export function samplingFields(s) {
   return { max_tokens: s.maxTokens, temperature: s.temperature, top_p: s.topP, seed: s.seed, constrain: s.constrained };
 }
 
-// The request fields the open model sets: a listed model's calibrated no-call bias and doubt (its
-// models.json `no_call_bias` and `no_call_doubt`, docs/toolcall.md §8.4) when it has them, and span
+// The request fields the open model sets: a listed model's calibrated no-call bias, doubt and named
+// credit (its models.json `no_call_bias`, `no_call_doubt` and `no_call_named`, docs/toolcall.md §8.4)
+// when it has them, and span
 // strings (`span_strings`, §8.5) when it asks for them; an archive opened from a file or an address
 // has none of them.
 export function modelFields(model) {
@@ -87,6 +88,8 @@ export function modelFields(model) {
   if (typeof bias === 'number' && Number.isFinite(bias) && bias !== 0) out.no_call_bias = bias;
   const doubt = model?.no_call_doubt;
   if (typeof doubt === 'number' && Number.isFinite(doubt) && doubt > 0) out.no_call_doubt = doubt;
+  const named = model?.no_call_named;
+  if (typeof named === 'number' && Number.isFinite(named) && named > 0) out.no_call_named = named;
   if (model?.span_strings === true) out.span_strings = true;
   return out;
 }

@@ -64,10 +64,13 @@ function envelopeParts(envelope, state) {
   });
   const withdrawn = envelope.withdrawn_calls ?? [];
   if (envelope.success && envelope.function_calls.length === 0 && withdrawn.length > 0) {
-    // The model wrote these calls but doubted them too much to make them (docs/toolcall.md §8.4).
+    // The model wrote these calls but doubted them too much to make them, the more so where the request
+    // does not name their tools (docs/toolcall.md §8.4).
     const names = withdrawn.map((call) => call.name).join(', ');
+    const several = withdrawn.length > 1;
+    const unnamed = envelope.calls_named === false ? `, and the request does not name ${several ? 'all their tools' : 'its tool'}` : '';
     parts.push(el('p', { className: 'status', textContent: `No call made: the model wrote ${names}, but doubted `
-      + `${withdrawn.length > 1 ? 'them' : 'it'} (doubt ${envelope.call_doubt.toFixed(2)}), so the list counts as empty.` }));
+      + `${several ? 'them' : 'it'} (doubt ${envelope.call_doubt.toFixed(2)})${unnamed}, so the list counts as empty.` }));
   } else if (envelope.success && envelope.function_calls.length === 0) {
     parts.push(el('p', { className: 'status', textContent: envelope.type === 'respond' && envelope.text.trim() && !envelope.text.includes('<tool_call>')
       ? 'A reply in words (allowed after a tool result).' : 'No tool fits this request (an empty call list).' }));

@@ -46,6 +46,8 @@ test('the check fails on each kind of disagreement', () => {
     assert.match(problems([{ ...good, no_call_bias: '1.5' }], dir)[0], /no_call_bias "1.5" is not a number$/);
     assert.deepEqual(problems([{ ...good, no_call_doubt: 1 }], dir), []);
     assert.match(problems([{ ...good, no_call_doubt: true }], dir)[0], /no_call_doubt true is not a number$/);
+    assert.deepEqual(problems([{ ...good, no_call_named: 6 }], dir), []);
+    assert.match(problems([{ ...good, no_call_named: '6' }], dir)[0], /no_call_named "6" is not a number$/);
     assert.deepEqual(problems([{ ...good, span_strings: true }], dir), []);
     assert.deepEqual(problems([{ ...good, span_strings: false }], dir), []);
     assert.match(problems([{ ...good, span_strings: 'yes' }], dir)[0], /span_strings "yes" is not true or false$/);

@@ -87,7 +87,8 @@ test('a two-turn session with a tool result, each reply the Node engine\'s; Clea
 
 test('a call the doubt withdraws is shown as written and said so, with no result boxes, and kept as the empty list', { skip: pageSkip, timeout: 900000 }, async () => {
   // A request no timer tool fits, whose set_alarm call the shipped model writes with doubt enough
-  // for its calibrated no_call_doubt to withdraw it (docs/toolcall.md §8.4); then one more request.
+  // for its calibrated no_call_doubt to withdraw it, the request naming no alarm (docs/toolcall.md
+  // §8.4); then one more request.
   const set = toolsets.find((t) => t.id === 'timers');
   const tools = JSON.stringify(set.tools, null, 2);
   const [ask, next] = ['Track my package 1Z999', 'Set an alarm for 7am'];
@@ -114,7 +115,9 @@ test('a call the doubt withdraws is shown as written and said so, with no result
   assert.equal(shown.first.state, 'done', shown.first.error);
   assert.equal(shown.first.reply, expected.one.text, 'the withdrawn call is shown as it was written');
   assert.deepEqual(shown.first.calls, []);
-  assert.match(shown.first.status.join(' '), /^No call made: the model wrote set_alarm, but doubted it \(doubt \d\.\d\d\)/);
+  assert.match(shown.first.status.join(' '),
+    /^No call made: the model wrote set_alarm, but doubted it \(doubt \d\.\d\d\), and the request does not name its tool,/);
+  assert.equal(expected.one.calls_named, false);
   assert.equal(shown.boxes, false, 'no result boxes for a withdrawn call');
   // The next request's history holds the empty list the reply counts as, not the withdrawn call.
   assert.equal(shown.second.reply, expected.two.text);
