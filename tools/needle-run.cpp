@@ -25,7 +25,7 @@ const char* kUsage =
     "                  [--seed S] [--temperature T] [--top-k K] [--top-p P] [--min-p P]\n"
     "                  [--repeat-penalty R] [--repeat-window N] [--max-tokens N] [--no-constrain]\n"
     "                  [--no-heads] [--no-call-bias B] [--no-call-doubt W] [--no-call-named V]\n"
-    "                  [--span-strings]\n"
+    "                  [--steer-named] [--span-strings]\n"
     "                  [--act a8|f32] [--kv int8|f32]\n"
     "                  [--stream] \"request\"\n"
     "       needle-run --archive FILE --batch FILE [--act a8|f32] [--kv int8|f32]\n"
@@ -56,6 +56,8 @@ const char* kUsage =
     "                       default 0, 0 .. 100)\n"
     "  --no-call-named V    the credit in that decision of calls whose tools the request names (a\n"
     "                       name word in common; the same section; default 0, 0 .. 100)\n"
+    "  --steer-named        the first call's name is the one offered tool the request names, when\n"
+    "                       only one is named (the same section, \"The named steer\")\n"
     "  --span-strings       free string values are spans of the request (docs/toolcall.md,\n"
     "                       \"Span strings\")\n"
     "  sampling             greedy unless --temperature > 0, as needle-ref and the engine:\n"
@@ -118,6 +120,7 @@ Request requestFromFlags(cli::Args& args, const std::string& toolsPath) {
   if (!(r.noCallNamed >= 0 && r.noCallNamed <= kNoCallNamedLimit))
     throw cli::UsageError("--no-call-named must be from 0 to " + std::to_string(kNoCallNamedLimit));
   r.spanStrings = args.flag("--span-strings");
+  r.steerNamed = args.flag("--steer-named");
   r.sampling.temperature = cli::parseReal(args.option("--temperature", "0"), "--temperature");
   r.sampling.topK = cli::parseU32(args.option("--top-k", "0"), "--top-k");
   r.sampling.topP = cli::parseReal(args.option("--top-p", "1"), "--top-p");

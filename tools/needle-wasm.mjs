@@ -19,7 +19,7 @@ const usage = `usage: node tools/needle-wasm.mjs --archive FILE (--prompt TEXT |
        [--trace] [--wasm FILE]
    or: node tools/needle-wasm.mjs --archive FILE --tools TOOLS.json [--prompt REQUEST] [--system TEXT]
        [--history FILE] [--max-tokens N] [--no-constrain] [--no-heads] [--no-call-bias B] [--no-call-doubt W]
-       [--no-call-named V] [--span-strings] [--stream] [--threads T]
+       [--no-call-named V] [--steer-named] [--span-strings] [--stream] [--threads T]
        [--seed S] [sampling options] [--wasm FILE] [--toolcall FILE]
    or: node tools/needle-wasm.mjs --archive FILE --batch FILE [--threads T] [--wasm FILE] [--toolcall FILE]
 
@@ -56,6 +56,8 @@ calls, reply ids and confidence):
                       margin + bias + W x doubt - V x named > 0 (the same section; default 0, 0 .. 100)
   --no-call-named V   the credit in that decision of calls whose tools the request names (a name word
                       in common; the same section; default 0, 0 .. 100)
+  --steer-named       the first call's name is the one offered tool the request names, when only one
+                      is named (the same section, "The named steer")
   --span-strings      free string values are spans of the request (docs/toolcall.md, "Span strings")
   --stream            also write the reply's text to stderr as it is generated
   --batch FILE        one request JSON per line (docs/toolcall.md, "The request"; "-" reads stdin),
@@ -69,7 +71,7 @@ Exit status: 0 done (with --tools: the envelope's "success" says whether the rep
 1 error (bad archive, bad token, malformed tools JSON, an unsupported schema keyword, a prompt that
 does not fit the context; with --batch: some line was refused or failed), 2 usage error.`;
 
-const TOOLCALL_FLAGS = ['no-constrain', 'no-heads', 'span-strings', 'stream'];
+const TOOLCALL_FLAGS = ['no-constrain', 'no-heads', 'span-strings', 'steer-named', 'stream'];
 const FLAGS = [...TOOLCALL_FLAGS, 'trace'];
 const GENERATE_OPTIONS = ['ids', 'generate', 'sink', 'logits-out', 'prefill', 'trace'];
 const TOOLCALL_OPTIONS = ['tools', 'system', 'history', 'max-tokens', 'no-call-bias', 'no-call-doubt', 'no-call-named', 'batch', 'toolcall', ...TOOLCALL_FLAGS];
@@ -173,6 +175,7 @@ async function toolcallRequest(engine, opts) {
   if (opts['no-constrain']) request.constrain = false;
   if (opts['no-heads']) request.use_heads = false;
   if (opts['span-strings']) request.span_strings = true;
+  if (opts['steer-named']) request.steer_named = true;
   const noCallBias = num(opts['no-call-bias'], '--no-call-bias');
   if (noCallBias !== undefined) request.no_call_bias = noCallBias;
   const noCallDoubt = num(opts['no-call-doubt'], '--no-call-doubt');

@@ -284,6 +284,8 @@ Request parseRequest(const Value& v) {
         badKey(k, "must be a number from 0 to " + str(kNoCallNamedLimit));
     } else if (k == "span_strings") {
       r.spanStrings = boolOf(x, k);
+    } else if (k == "steer_named") {
+      r.steerNamed = boolOf(x, k);
     } else {
       throw Error("request: unknown key " + json::quoteReadable(k));
     }
@@ -455,8 +457,10 @@ struct Session::Run {
   enum class ListChoice : uint8_t { Open, Empty, Calls };
   ListChoice listChoice = ListChoice::Open;
   std::optional<double> margin;       // log P(empty) - log P(calls) where the list opened (env.noCallMargin)
-  std::string callText;               // the call block's first bytes (after <tool_call>; 2 suffice)
-  std::vector<uint32_t> choiceMask;
+  static constexpr size_t kCallTextKept = 512;
+  std::string callText;               // the call block's first bytes (after <tool_call>)
+  std::optional<std::string> steerTo; // the one offered tool the request names (steer_named)
+  std::vector<uint32_t> choiceMask, steerMask;
 
   Run(const SessionModel& m, Backend& b, const Request& r, std::optional<Prefix>& p)
       : model(m), backend(b), req(r), prefix(p) {}
@@ -562,7 +566,7 @@ struct Session::Run {
       callLogprobSum += static_cast<double>(logprob);
       ++callLogprobCount;
     }
-    if (inCall && callText.size() < 2) callText += model.tokenizer().pieceBytes(id);
+    if (inCall && callText.size() < kCallTextKept) callText += model.tokenizer().pieceBytes(id);
     if (id == markerId(Marker::ToolCall)) inCall = true;
     if (id == markerId(Marker::ToolCallEnd)) inCall = false;
     const std::string delta = stream.push(model.tokenizer().pieceBytes(id));
@@ -754,7 +758,7 @@ struct Session::Run {
           if (fed == Forced::Fed) continue;
         }
         // After a Nothing, `forced` is the held-back token's text: the draw must spell all of it.
-        mask = applyNoCallDecision(budgetMask(forced));
+        mask = applySteer(applyNoCallDecision(budgetMask(forced)));
         env.constraintMs += backend.nowMs() - c0;
       }
       const uint32_t id = backend.sample(mask);
@@ -812,6 +816,48 @@ struct Session::Run {
     backend.feed(rest, true);
   }
 
+  // steer_named (§8.4): while the first call's name is drawn, only the tokens that keep it the named
+  // tool's (`steerTo`); a token that does not reach into the name (the no-call side) is left alone.
+  const uint32_t* applySteer(const uint32_t* mask) {
+    static const std::string kOpen = "[{\"name\":\"";
+    if (!mask || !steerTo || !inCall || callText.size() >= kCallTextKept) return mask;
+    const std::string want = *steerTo + "\"";  // the name and its closing quote (no escapes: namedTool)
+    if (callText.size() < kOpen.size()) {
+      if (kOpen.compare(0, callText.size(), callText) != 0) return mask;
+    } else {
+      const std::string_view drawn = std::string_view(callText).substr(kOpen.size());
+      if (callText.compare(0, kOpen.size(), kOpen) != 0 || drawn.size() >= want.size() ||
+          want.compare(0, drawn.size(), drawn) != 0)
+        return mask;  // not the first call's name, or it is written already
+    }
+    std::vector<uint32_t> steered(maskWords(model.vocab()), 0);
+    bool any = false;
+    for (uint32_t id = 0; id < model.table().vocabSize(); ++id) {
+      if (!maskAllows(mask, id)) continue;
+      const std::string text = callText + model.tokenizer().pieceBytes(id);
+      if (text.size() > kOpen.size() && text.compare(0, kOpen.size(), kOpen) == 0) {
+        const std::string_view name = std::string_view(text).substr(kOpen.size(), want.size());
+        if (want.compare(0, name.size(), name) != 0) continue;
+      }
+      maskAllow(steered.data(), id);
+      any = true;
+    }
+    if (!any) return mask;
+    steerMask = std::move(steered);
+    return steerMask.data();
+  }
+
+  // steer_named: the one offered tool the request names, when its name needs no JSON escape.
+  std::optional<std::string> namedTool() const {
+    std::vector<const Tool*> named;
+    for (const Tool& t : offered)
+      if (namesTool(userText(), t.name)) named.push_back(&t);
+    if (named.size() != 1) return std::nullopt;
+    for (unsigned char c : named[0]->name)
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return std::nullopt;
+    return named[0]->name;
+  }
+
   // The no-call decision's envelope fields and its second half (§8.4), once the reply is read: the
   // margin; whether the request names every called tool; once the calls side was chosen, the calls'
   // doubt, minus the mean log-prob of the call block's drawn tokens after its first (the draw that
@@ -854,6 +900,7 @@ struct Session::Run {
     start = backend.nowMs();
     checkRequest();
     chooseTools();
+    if (req.steerNamed) steerTo = namedTool();
     try {
       preparePrompt();
     } catch (const Refusal&) {

@@ -138,6 +138,7 @@ struct Request {
   float noCallDoubt = 0;        // the weight of the drawn call's doubt in that decision (§8.4)
   float noCallNamed = 0;        // subtracted there when the request names every called tool (§8.4)
   bool spanStrings = false;     // free string values are spans of the user's request (§8.5)
+  bool steerNamed = false;      // the first call's name steered to the one tool the request names (§8.4)
 };
 
 // Reads a request's JSON text. Error naming the key and the problem ("request: "max_tokens" must be

@@ -101,6 +101,9 @@ test('the same request and seed give the same envelope in needle-run and needle-
     // kept where the request names their tool ("timer") and withdrawn where it does not
     for (const [request, seed] of [['Set a timer for 5 minutes', 4], ['Start one for 5 minutes', 4], ['Set a timer for 5 minutes', 22], ['Start one for 5 minutes', 22]])
       lines.push({ tools: [WEATHER, TIMER], request, temperature: 1, seed, max_tokens: 96, no_call_bias: 50, no_call_named: 60 });
+    // the named steer (§8.4): "weather" names get_weather alone, so every first call is get_weather
+    for (const seed of [3, 9, 15])
+      lines.push({ tools: [WEATHER, TIMER], request: 'Check the weather in Oslo', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, steer_named: true });
     // span strings: both engines build the same span trie and take the same draws from it (§8.5)
     for (const seed of [12, 13, 14])
       lines.push({ tools: [WEATHER, TIMER], request: 'Weather in Évora, “Alto Alentejo” please', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, span_strings: true });
@@ -137,6 +140,9 @@ test('the same request and seed give the same envelope in needle-run and needle-
         `${path.basename(archive)}: no named call kept`);
       assert.ok(credited.some((e) => e.calls_named === false && e.withdrawn_calls.length > 0),
         `${path.basename(archive)}: no unnamed call withdrawn`);
+      const steered = a.filter((e, i) => lines[i].steer_named);
+      assert.ok(steered.every((e) => e.function_calls.length === 0 || e.function_calls[0].name === 'get_weather'));
+      assert.ok(steered.some((e) => e.function_calls.length > 0), `${path.basename(archive)}: no steered call`);
       // micro has probe heads (a confidence), small has none
       assert.equal(a.every((e) => e.confidence === null), archive === small);
     }

@@ -553,6 +553,48 @@ TEST_CASE("the named credit keeps a named call the bias and doubt would withdraw
   REQUIRE(unnamed >= 1);
 }
 
+TEST_CASE("steer_named: the first call's name is the one tool the request names, and nothing else changes", "[session]") {
+  const Loaded& l = micro();
+  tc::Session session(*l.session);
+  RecordingBackend backend(l);
+  auto firstCall = [](const tc::Envelope& e) {
+    const auto& calls = e.calls.empty() ? e.withdrawnCalls : e.calls;
+    return calls.empty() ? std::string() : calls[0].name;
+  };
+  size_t steered = 0, changed = 0;
+  for (uint64_t seed = 1; seed <= 16; ++seed) {
+    // "weather" names get_weather alone: every first call is get_weather with the steer.
+    tc::Request r = request("What's the weather in Paris?", seed, 1.0f);
+    r.noCallBias = -100;  // a call every time
+    backend.clear();
+    const tc::Envelope free = session.complete(backend, r);
+    r.steerNamed = true;
+    backend.clear();
+    const tc::Envelope env = session.complete(backend, r);
+    checkConstrainedReply(l, r, env, backend.streamed);
+    INFO("seed " << seed << ": " << env.text);
+    REQUIRE(env.success);
+    if (!firstCall(env).empty()) {  // (micro may think until the budget leaves only `[]`)
+      REQUIRE(firstCall(env) == "get_weather");
+      REQUIRE(env.callsNamed);
+      ++steered;
+      changed += firstCall(free) == "set_timer";
+    }
+    // A request that names both tools, or neither: the steer leaves the reply as it is.
+    for (const char* text : {"set the weather", "hello there"}) {
+      tc::Request other = request(text, seed, 1.0f);
+      other.noCallBias = -100;
+      backend.clear();
+      const tc::Envelope plain = session.complete(backend, other);
+      other.steerNamed = true;
+      backend.clear();
+      REQUIRE(outcome(session.complete(backend, other)) == outcome(plain));
+    }
+  }
+  REQUIRE(steered >= 5);
+  REQUIRE(changed >= 1);  // without the steer micro's random weights choose set_timer too
+}
+
 TEST_CASE("span strings: every free string of a call is a span of the request", "[session]") {
   const Loaded& l = micro();
   tc::Session session(*l.session);
@@ -663,7 +705,7 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
       R"({"tools":"[{\"name\":\"a\"}]","request":"hi","system":"date: today","max_tokens":12,"constrain":false,)"
       R"("temperature":0.7,"top_k":40,"top_p":0.9,"min_p":0.05,"repeat_penalty":1.1,"repeat_window":64,)"
       R"("seed":"18446744073709551615","use_heads":false,"no_call_bias":-1.5,"no_call_doubt":0.75,)"
-      R"("no_call_named":6,"span_strings":true})");
+      R"("no_call_named":6,"span_strings":true,"steer_named":true})");
   REQUIRE(r.tools.size() == 1);
   REQUIRE(r.tools[0].name == "a");
   REQUIRE(*r.request == "hi");
@@ -681,10 +723,12 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   REQUIRE(r.noCallBias == -1.5f);
   REQUIRE(r.noCallDoubt == 0.75f);
   REQUIRE(r.noCallNamed == 6.0f);
+  REQUIRE(r.steerNamed);
   REQUIRE(r.spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallBias == 0);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallDoubt == 0);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":""})").noCallNamed == 0);
+  REQUIRE(!tc::parseRequest(R"({"tools":[],"request":""})").steerNamed);
   REQUIRE(!tc::parseRequest(R"({"tools":[],"request":""})").spanStrings);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":12345678901234567890})").seed == 12345678901234567890ull);
   REQUIRE(tc::parseRequest(R"({"tools":[],"request":"","seed":1e3})").seed == 1000);
@@ -712,6 +756,7 @@ TEST_CASE("the request JSON: every key and refusals that name the key", "[sessio
   CHECK(error(R"({"tools":[],"request":"x","constrain":1})") == "request: \"constrain\" must be true or false");
   CHECK(error(R"({"tools":[],"request":"x","no_call_bias":"more"})") == "request: \"no_call_bias\" must be a number");
   CHECK(error(R"({"tools":[],"request":"x","span_strings":"yes"})") == "request: \"span_strings\" must be true or false");
+  CHECK(error(R"({"tools":[],"request":"x","steer_named":1})") == "request: \"steer_named\" must be true or false");
   CHECK(error(R"({"tools":[],"request":"x","no_call_bias":100.5})") ==
         "request: \"no_call_bias\" must be a number from -100 to 100");
   for (const char* doubt : {"-0.5", "100.5"})
