@@ -119,8 +119,9 @@
 #   parity     tools/train/parity.py: the trainer's forward against needle-ref (--kv f32 --act f32) on 3
 #              examples of A and a sequence longer than kv_window, without and with a sink
 #                                                                              -> build/train/parity.json
-#   calibrate  tools/train/calibrate.py: the archive's no-call bias and doubt, the pair of its grids
-#              (bias 0 to 2, doubt weight 0 to 3) with the most exact matches in needle-run on the
+#   calibrate  tools/train/calibrate.py: the archive's no-call bias, doubt and named credit, the triple
+#              of its grids (bias 0 to 2, doubt weight 0 to 4, credit 0 to 8) with the most exact
+#              matches in needle-run on the
 #              validation requests (the second half of each held-out split; the evaluation asks the
 #              first 500)
 #                                                                              -> build/train/calibration/calibration.json
@@ -691,5 +692,5 @@ if [ $install = 1 ]; then
   fi
 fi
 echo "train: $archive ($(stat -c %s "$archive") bytes, sha256 $(sha256sum "$archive" | cut -c1-16)...)"
-echo "train: $("$python" -c 'import json, sys; c = json.load(open(sys.argv[1])); print("no-call bias %g, doubt %g" % (c["no_call_bias"], c.get("no_call_doubt", 0)))' "$calibration")" \
-  "($calibration; site/models.json's no_call_bias and no_call_doubt for this archive)"
+echo "train: $("$python" -c 'import json, sys; c = json.load(open(sys.argv[1])); print("no-call bias %g, doubt %g, named credit %g" % (c["no_call_bias"], c.get("no_call_doubt", 0), c.get("no_call_named", 0)))' "$calibration")" \
+  "($calibration; site/models.json's no_call_bias, no_call_doubt and no_call_named for this archive)"

@@ -342,6 +342,9 @@ class ExactMatch(unittest.TestCase):
         self.assertEqual(evaluate.request_of(ex, 99, 1.5)["no_call_bias"], 1.5)
         self.assertNotIn("span_strings", evaluate.request_of(ex, 99, 1.5))
         self.assertIs(evaluate.request_of(ex, 99, 0.0, True)["span_strings"], True)
+        self.assertNotIn("steer_named", evaluate.request_of(ex, 99, 1.5, True, 2.0, 8.0))
+        self.assertIs(evaluate.request_of(ex, 99, 1.5, True, 2.0, 8.0, True)["steer_named"], True)
+        self.assertEqual(evaluate.request_of(ex, 99, 1.5, True, 2.0, 8.0)["no_call_named"], 8.0)
 
 
 # The gold calls of the evaluation tests' tiny splits: A sets a timer, B turns the hall lights off, C
@@ -462,11 +465,12 @@ class Calibration(unittest.TestCase):
                 self.assertEqual(asked, ["Set a pasta timer for 12 minutes", "Hall lights off"] * 3)
             totals = {float(b): row["total"] for b, row in calibration["by_bias"].items()}
             best = max(sorted(totals), key=lambda b: totals[b])  # the smaller on a tie
-            if calibration["no_call_doubt"] == 0 and calibration["no_call_named"] == 0:
+            if calibration["no_call_doubt"] == 0 and calibration["no_call_named"] == 0 and not calibration["steer_named"]:
                 self.assertEqual(calibration["no_call_bias"], best)
             self.assertIn("<- chosen", printed.getvalue())
-            self.assertEqual(evaluate.calibrated_decision(archive)[:3],
-                             (calibration["no_call_bias"], calibration["no_call_doubt"], calibration["no_call_named"]))
+            self.assertEqual(evaluate.calibrated_decision(archive)[:4],
+                             (calibration["no_call_bias"], calibration["no_call_doubt"], calibration["no_call_named"],
+                              calibration["steer_named"]))
             # The doubt: one evaluation at bias -100 (a call every time, with its margin and doubt), from
             # which every (bias, weight) is worked out; at weight 0 that gives the evaluated counts again
             # (calibrate.py stops otherwise), and at bias 100 every weight still gives C's two alone.
@@ -483,13 +487,23 @@ class Calibration(unittest.TestCase):
                 self.assertEqual(sorted(weights, key=float), ["0", "0.5", "1", "1.5", "2", "2.5", "3", "4"])
                 for weight, rows in weights.items():
                     self.assertEqual(rows["100"], {"A": 0, "B": 0, "C": 2, "total": 2}, (credit, weight))
+            # The steer: its own forced calls (with steer_named), every credit from 0 worked out from them.
+            with open(os.path.join(out, "forced-steered", "results.json"), encoding="utf-8") as f:
+                self.assertIs(json.load(f)["steer_named"], True)
+            self.assertEqual(sorted(calibration["by_steered"], key=float), ["0", "2", "4", "6", "8"])
+            for credit, weights in calibration["by_steered"].items():
+                for weight, rows in weights.items():
+                    self.assertEqual(rows["100"], {"A": 0, "B": 0, "C": 2, "total": 2}, (credit, weight))
             rows = {"0": calibration["by_bias"]} | {w: r for w, r in calibration["by_doubt"].items()}
             grid = [row["total"] for r in rows.values() for row in r.values()] + \
-                [row["total"] for weights in calibration["by_named"].values() for r in weights.values()
-                 for row in r.values()]
+                [row["total"] for table in ("by_named", "by_steered") for weights in calibration[table].values()
+                 for r in weights.values() for row in r.values()]
             bias, doubt = f"{calibration['no_call_bias']:g}", f"{calibration['no_call_doubt']:g}"
             named = f"{calibration['no_call_named']:g}"
-            chosen = calibration["by_named"][named][doubt][bias] if named != "0" else rows[doubt][bias]
+            if calibration["steer_named"]:
+                chosen = calibration["by_steered"][named][doubt][bias]
+            else:
+                chosen = calibration["by_named"][named][doubt][bias] if named != "0" else rows[doubt][bias]
             self.assertEqual(chosen["total"], max(grid))
             # --reuse: the biases evaluated before for this archive, data and requests are read, a new
             # one is evaluated; an earlier evaluation of other requests is evaluated again.
@@ -516,20 +530,21 @@ class Calibration(unittest.TestCase):
                 self.assertEqual(json.load(f)["skip"], 1)  # evaluated again
             with open(archive, "ab") as f:  # another archive: its calibration is not this one's
                 f.write(b"\0")
-            self.assertEqual(evaluate.calibrated_decision(archive), (0.0, 0.0, 0.0, "none"))
+            self.assertEqual(evaluate.calibrated_decision(archive), (0.0, 0.0, 0.0, False, "none"))
             # An archive the page lists (by sha256) without a calibration beside it: the page's bias.
             listed = os.path.join(tmp, "models.json")
             with open(listed, "w", encoding="utf-8") as f:
                 json.dump([{"name": "other", "sha256": "0" * 64, "no_call_bias": 3},
                            {"name": "this", "sha256": evaluate.file_facts(archive)["sha256"], "no_call_bias": 0.75,
-                            "no_call_doubt": 1.5, "no_call_named": 6}], f)
-            self.assertEqual(evaluate.calibrated_decision(archive, listed), (0.75, 1.5, 6.0, os.path.relpath(listed)))
+                            "no_call_doubt": 1.5, "no_call_named": 6, "steer_named": True}], f)
+            self.assertEqual(evaluate.calibrated_decision(archive, listed),
+                             (0.75, 1.5, 6.0, True, os.path.relpath(listed)))
             os.remove(os.path.join(out, "calibration.json"))
             with open(archive, "rb") as f:
                 unlisted = f.read()[:-1]
             with open(archive, "wb") as f:  # the calibrated archive again, now without its calibration
                 f.write(unlisted)
-            self.assertEqual(evaluate.calibrated_decision(archive, listed), (0.0, 0.0, 0.0, "none"))
+            self.assertEqual(evaluate.calibrated_decision(archive, listed), (0.0, 0.0, 0.0, False, "none"))
 
     def test_the_shipped_archive_is_asked_with_the_pages_bias(self):
         import evaluate
@@ -538,7 +553,8 @@ class Calibration(unittest.TestCase):
         archive = os.path.join(evaluate.ROOT, shipped["url"])  # the page's models/ is the repository's
         self.assertEqual(evaluate.calibrated_decision(archive),
                          (float(shipped["no_call_bias"]), float(shipped.get("no_call_doubt", 0.0)),
-                          float(shipped.get("no_call_named", 0.0)), os.path.relpath(evaluate.MODELS_JSON)))
+                          float(shipped.get("no_call_named", 0.0)), shipped.get("steer_named") is True,
+                          os.path.relpath(evaluate.MODELS_JSON)))
 
     def test_the_forced_calls_are_decided_as_the_session_decides(self):
         import calibrate

@@ -31,18 +31,24 @@ alone only when its total is higher (the smallest weight, then the smallest bias
 The named credit (no_call_named: subtracted in that sum when the request names every called tool,
 the envelope's calls_named; the list opens unless margin + bias - credit > 0) is worked out from the
 same forced calls, for each credit of --named with every weight (0 and --doubts) and bias, and chosen
-with them the same way (the smallest credit first on a tie); --named "" leaves it out. Writes
-OUT/calibration.json:
+with them the same way (the smallest credit first on a tie); --named "" leaves it out.
+
+The named steer (steer_named: the first call's name is the one offered tool the request names) changes
+the calls the model writes, not the decision's margin, so it takes one more evaluation with the calls
+forced, with the steer (OUT/forced-steered/), from which every credit (0 too), weight and bias is
+worked out as above; the steer is chosen when its best beats the best without it (--no-steer leaves
+it out). Writes OUT/calibration.json:
 
     {"archive": {path, bytes, sha256}, "skip": 500, "count": 500, "no_call_bias": 1, "no_call_doubt": 1,
-     "no_call_named": 6,
+     "no_call_named": 6, "steer_named": true,
      "by_bias": {"0": {"A": 257, "B": 107, "C": 345, "total": 709}, ...},
      "by_doubt": {"0.5": {"0": {"A": ..., "total": ...}, ...}, ...},
-     "by_named": {"6": {"0": {"0": {"A": ..., "total": ...}, ...}, ...}, ...}}
+     "by_named": {"6": {"0": {"0": {"A": ..., "total": ...}, ...}, ...}, ...},
+     "by_steered": {"0": {"0": {"0": {"A": ..., "total": ...}, ...}, ...}, ...}}
 
-and OUT/bias-B/ and OUT/forced/ (each evaluation's results), and prints the tables. evaluate.py takes
-the bias and doubt of calibration/calibration.json beside the archive when its sha256 is the archive's
-(docs/evaluation.md).
+and OUT/bias-B/, OUT/forced/ and OUT/forced-steered/ (each evaluation's results), and prints the
+table. evaluate.py takes the bias, doubt, credit and steer of calibration/calibration.json beside the
+archive when its sha256 is the archive's (docs/evaluation.md).
 
 With --reuse, a bias whose OUT/bias-B/results.json is already there for the same archive (sha256),
 data, validation requests, bias, max tokens and span strings is read instead of evaluated again (to
@@ -81,6 +87,8 @@ def parse_args(argv=None):
                     f"worked out from one evaluation at bias -100 (default {DEFAULT_DOUBTS}; \"\": none)")
     ap.add_argument("--named", default=DEFAULT_NAMED, help="the named credits tried with each weight and bias, "
                     f"worked out from the same evaluation (default {DEFAULT_NAMED}; \"\": none)")
+    ap.add_argument("--no-steer", dest="steer", action="store_false", help="leave the named steer out (one "
+                    "evaluation fewer: the calls forced with steer_named)")
     ap.add_argument("--build", default="build", help="build directory with bin/needle-run")
     ap.add_argument("--out", default=None, help="output directory (default: calibration/ beside the archive)")
     ap.add_argument("--jobs", type=int, default=2, help="evaluations at a time (default 2; one core each)")
@@ -112,13 +120,13 @@ def parse_args(argv=None):
     return args
 
 
-def evaluation_command(args, bias: float, out: str) -> list:
+def evaluation_command(args, bias: float, out: str, steer: bool = False) -> list:
     return [sys.executable, os.path.join(HERE, "evaluate.py"), "--archive", args.archive, "--data", args.data,
             "--build", args.build, "--engines", "needle-run", "--skip", str(args.skip), "--count",
-            str(args.count), "--no-call-bias", repr(bias), "--out", out]
+            str(args.count), "--no-call-bias", repr(bias), "--out", out] + (["--steer-named"] if steer else [])
 
 
-def earlier_results(args, bias: float, out: str, archive_sha256: str) -> dict | None:
+def earlier_results(args, bias: float, out: str, archive_sha256: str, steer: bool = False) -> dict | None:
     """--reuse: OUT/bias-B/results.json when it answers this very evaluation, else None."""
     path = os.path.join(out, "results.json")
     if not os.path.exists(path):
@@ -129,6 +137,8 @@ def earlier_results(args, bias: float, out: str, archive_sha256: str) -> dict | 
               "max_tokens": evaluate.DEFAULT_MAX_TOKENS, "span_strings": True,
               "data": os.path.abspath(args.data)}
     if results.get("archive", {}).get("sha256") != archive_sha256 or "needle-run" not in results.get("exact_match", {}):
+        return None
+    if results.get("steer_named", False) is not steer:
         return None
     return results if all(results.get(k) == v for k, v in wanted.items()) else None
 
@@ -175,23 +185,23 @@ def worked_out(rows: list, bias: float, doubt: float, named: float = 0.0) -> dic
 
 
 def run_evaluations(args, settings: list, archive: dict) -> dict:
-    """settings: [(bias, OUT subdirectory)]; evaluates each (--jobs at a time, or reads it with --reuse);
-    returns subdirectory -> its results.json."""
+    """settings: [(bias, OUT subdirectory, named steer)]; evaluates each (--jobs at a time, or reads it
+    with --reuse); returns subdirectory -> its results.json."""
     pending, running, done = [], [], {}
-    for bias, name in settings:
+    for bias, name, steer in settings:
         out = os.path.join(args.out, name)
-        earlier = earlier_results(args, bias, out, archive["sha256"]) if args.reuse else None
+        earlier = earlier_results(args, bias, out, archive["sha256"], steer) if args.reuse else None
         if earlier:
             done[name] = earlier
-            print(f"calibrate: bias {bias:g}: the earlier evaluation in {out}")
+            print(f"calibrate: bias {bias:g}{' steered' if steer else ''}: the earlier evaluation in {out}")
         else:
-            pending.append((bias, name))
+            pending.append((bias, name, steer))
     while pending or running:
         while pending and len(running) < args.jobs:
-            bias, name = pending.pop(0)
+            bias, name, steer = pending.pop(0)
             out = os.path.join(args.out, name)
             log = open(out + ".log", "w", encoding="utf-8")
-            running.append((bias, name, log, subprocess.Popen(evaluation_command(args, bias, out), stdout=log,
+            running.append((bias, name, log, subprocess.Popen(evaluation_command(args, bias, out, steer), stdout=log,
                                                               stderr=subprocess.STDOUT)))
         bias, name, log, process = running.pop(0)
         status = process.wait()
@@ -214,14 +224,17 @@ def main(argv=None) -> int:
         raise SystemExit(f"--archive {args.archive} does not exist")
     os.makedirs(args.out, exist_ok=True)
     archive = evaluate.file_facts(args.archive)
-    settings = [(bias, f"bias-{bias:g}") for bias in args.biases]
+    settings = [(bias, f"bias-{bias:g}", False) for bias in args.biases]
     if args.doubts or args.named:
-        settings.append((FORCED_BIAS, "forced"))
+        settings.append((FORCED_BIAS, "forced", False))
+    if args.steer:
+        settings.append((FORCED_BIAS, "forced-steered", True))
     results = run_evaluations(args, settings, archive)
     by_bias = {bias: exact_by_split(results[f"bias-{bias:g}"]) for bias in args.biases}
-    best = max(args.biases, key=lambda b: (by_bias[b]["total"], -b))
-    chosen = (best, 0.0, 0.0)  # bias, doubt weight, named credit
-    by_doubt, by_named = {}, {}
+    # (named steer, credit, weight, bias) -> counts; the smaller of each, the steer off, on a tie
+    grid = {(False, 0.0, 0.0, b): by_bias[b] for b in args.biases}
+    weights = [0.0] + args.doubts
+    by_doubt, by_named, by_steered = {}, {}, {}
     if args.doubts or args.named:
         rows = forced_rows(args, os.path.join(args.out, "forced"))
         for bias in args.biases:
@@ -230,36 +243,42 @@ def main(argv=None) -> int:
                                  f"{bias:g}, but its evaluation gave {by_bias[bias]}: the working is not the "
                                  "session's, so no doubt or credit is chosen from it")
         by_doubt = {w: {b: worked_out(rows, b, w) for b in args.biases} for w in args.doubts}
-        weights = [0.0] + args.doubts
         by_named = {v: {w: {b: worked_out(rows, b, w, v) for b in args.biases} for w in weights} for v in args.named}
-        grid = {(0.0, w, b): by_doubt[w][b] for w in args.doubts for b in args.biases}
-        grid.update({(v, w, b): by_named[v][w][b] for v in args.named for w in weights for b in args.biases})
-        top = max(grid, key=lambda vwb: (grid[vwb]["total"], -vwb[0], -vwb[1], -vwb[2]))
-        if grid[top]["total"] > by_bias[best]["total"]:
-            chosen = (top[2], top[1], top[0])
+        grid.update({(False, 0.0, w, b): by_doubt[w][b] for w in args.doubts for b in args.biases})
+        grid.update({(False, v, w, b): by_named[v][w][b] for v in args.named for w in weights for b in args.biases})
+    if args.steer:
+        # The steer changes the calls, not the decision's margin: its own forced calls, every credit
+        # (0 too), weight and bias worked out from them.
+        rows = forced_rows(args, os.path.join(args.out, "forced-steered"))
+        by_steered = {v: {w: {b: worked_out(rows, b, w, v) for b in args.biases} for w in weights}
+                      for v in [0.0] + args.named}
+        grid.update({(True, v, w, b): by_steered[v][w][b] for v in by_steered for w in weights for b in args.biases})
+    top = max(grid, key=lambda k: (grid[k]["total"], not k[0], -k[1], -k[2], -k[3]))
+    chosen = (top[3], top[2], top[1], top[0])  # bias, doubt weight, named credit, named steer
+
+    def keyed(table: dict, depth: int) -> dict:
+        """Number keys as JSON strings, `depth` levels down (the counts below them as they are)."""
+        return {f"{k:g}": keyed(v, depth - 1) if depth > 1 else v for k, v in table.items()}
+
     calibration = {"archive": archive, "skip": args.skip, "count": args.count,
                    "no_call_bias": chosen[0], "no_call_doubt": chosen[1], "no_call_named": chosen[2],
-                   "by_bias": {f"{b:g}": by_bias[b] for b in args.biases},
-                   "by_doubt": {f"{w:g}": {f"{b:g}": row for b, row in rows_w.items()}
-                                for w, rows_w in by_doubt.items()},
-                   "by_named": {f"{v:g}": {f"{w:g}": {f"{b:g}": row for b, row in rows_w.items()}
-                                           for w, rows_w in rows_v.items()} for v, rows_v in by_named.items()}}
+                   "steer_named": chosen[3],
+                   "by_bias": keyed(by_bias, 1), "by_doubt": keyed(by_doubt, 2), "by_named": keyed(by_named, 3),
+                   "by_steered": keyed(by_steered, 3)}
     path = os.path.join(args.out, "calibration.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(calibration, f, indent=1)
         f.write("\n")
     print(f"validation: examples {args.skip + 1}..{args.skip + args.count} of each split, needle-run")
-    print("named  doubt  bias        A      B      C   total")
-    table = [(0.0, 0.0, b, by_bias[b]) for b in args.biases]
-    table += [(0.0, w, b, by_doubt[w][b]) for w in args.doubts for b in args.biases]
-    table += [(v, w, b, by_named[v][w][b]) for v in args.named for w in by_named[v] for b in args.biases]
-    for v, w, b, row in table:
-        print(f"{v:>5g}  {w:>5g}  {b:>4g}  " + "".join(f"{row[s]:>7}" for s in evaluate.SPLITS) + f"{row['total']:>8}"
-              + ("   <- chosen" if (b, w, v) == chosen else ""))
-    if args.doubts or args.named:
-        print("(named 0, doubt 0: evaluated; the others worked out from the forced calls, which give every such "
-              "row again)")
-    print(f"calibrate: no-call bias {chosen[0]:g}, doubt {chosen[1]:g}, named credit {chosen[2]:g}; wrote {path}")
+    print("steer  named  doubt  bias        A      B      C   total")
+    for (steer, v, w, b), row in sorted(grid.items()):
+        print(f"{'on' if steer else 'off':>5}  {v:>5g}  {w:>5g}  {b:>4g}  " + "".join(f"{row[s]:>7}" for s in evaluate.SPLITS)
+              + f"{row['total']:>8}" + ("   <- chosen" if (b, w, v, steer) == chosen else ""))
+    if args.doubts or args.named or args.steer:
+        print("(steer off, named 0, doubt 0: evaluated; the others worked out from the forced calls, which give "
+              "every such row again)")
+    print(f"calibrate: no-call bias {chosen[0]:g}, doubt {chosen[1]:g}, named credit {chosen[2]:g}, named steer "
+          f"{'on' if chosen[3] else 'off'}; wrote {path}")
     return 0
 
 

@@ -103,17 +103,17 @@ def calibration_path(archive: str) -> str:
     return os.path.join(os.path.dirname(os.path.abspath(archive)), "calibration", "calibration.json")
 
 
-def calibrated_decision(archive: str, models_json: str = MODELS_JSON) -> tuple[float, float, float, str]:
-    """The no-call bias, doubt and named credit calibrate.py chose for this archive (calibration_path,
-    when its sha256 is the archive's), else the ones the page asks a model of the archive's sha256 with
-    (site/models.json: the shipped archive, whose calibration stays in build/), and where they came
-    from; (0, 0, 0, "none") when neither knows the archive."""
+def calibrated_decision(archive: str, models_json: str = MODELS_JSON) -> tuple[float, float, float, bool, str]:
+    """The no-call bias, doubt and named credit and the named steer calibrate.py chose for this
+    archive (calibration_path, when its sha256 is the archive's), else the ones the page asks a model
+    of the archive's sha256 with (site/models.json: the shipped archive, whose calibration stays in
+    build/), and where they came from; (0, 0, 0, False, "none") when neither knows the archive."""
     sha256 = file_facts(archive)["sha256"]
     path = calibration_path(archive)
 
-    def decision(entry: dict, source: str) -> tuple[float, float, float, str]:
+    def decision(entry: dict, source: str) -> tuple[float, float, float, bool, str]:
         return (float(entry.get("no_call_bias", 0.0)), float(entry.get("no_call_doubt", 0.0)),
-                float(entry.get("no_call_named", 0.0)), source)
+                float(entry.get("no_call_named", 0.0)), entry.get("steer_named") is True, source)
 
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
@@ -126,14 +126,14 @@ def calibrated_decision(archive: str, models_json: str = MODELS_JSON) -> tuple[f
             for model in json.load(f):
                 if model.get("sha256") == sha256:
                     return decision(model, os.path.relpath(models_json))
-    return 0.0, 0.0, 0.0, "none"
+    return 0.0, 0.0, 0.0, False, "none"
 
 
 def request_of(example: dict, max_tokens: int, no_call_bias: float = 0.0, span_strings: bool = False,
-               no_call_doubt: float = 0.0, no_call_named: float = 0.0) -> dict:
+               no_call_doubt: float = 0.0, no_call_named: float = 0.0, steer_named: bool = False) -> dict:
     """The session's request JSON (docs/toolcall.md §9) for an example: greedy and constrained, with
-    the no-call bias, doubt and named credit (§8.4) when they are not 0 and span strings (§8.5) when
-    asked."""
+    the no-call bias, doubt and named credit (§8.4) when they are not 0, and the named steer (§8.4)
+    and span strings (§8.5) when asked."""
     request = {"tools": example["tools"], "request": example["query"], "max_tokens": max_tokens}
     if example.get("system"):
         request["system"] = example["system"]
@@ -143,6 +143,8 @@ def request_of(example: dict, max_tokens: int, no_call_bias: float = 0.0, span_s
         request["no_call_doubt"] = no_call_doubt
     if no_call_named:
         request["no_call_named"] = no_call_named
+    if steer_named:
+        request["steer_named"] = True
     if span_strings:
         request["span_strings"] = True
     return request
@@ -455,6 +457,8 @@ def table(results: dict) -> str:
         lines.append(f"no-call doubt {results['no_call_doubt']:g}")
     if results.get("no_call_named"):
         lines.append(f"no-call named credit {results['no_call_named']:g}")
+    if results.get("steer_named"):
+        lines.append("named steer")
     if results.get("span_strings"):
         lines.append("span strings")
     lines.append("exact match     " + "".join(f"{e:>18}" for e in engines))
@@ -574,11 +578,11 @@ def say(*a) -> None:
 def write_fixture(args) -> int:
     """--write-fixture: the examples --ids names (default: OUT/results.json's fixture_suggestion, the
     last evaluation's choice) from the splits' files, as the shipped-model fixture, their requests with
-    --no-call-bias, --no-call-doubt and --no-call-named (default: that evaluation's) and span strings
-    unless --no-span-strings."""
+    --no-call-bias, --no-call-doubt, --no-call-named and --steer-named (default: that evaluation's) and
+    span strings unless --no-span-strings."""
     ids = [i for i in args.ids.split(",") if i]
     results = os.path.join(args.out, "results.json")
-    if not ids or None in (args.no_call_bias, args.no_call_doubt, args.no_call_named):
+    if not ids or None in (args.no_call_bias, args.no_call_doubt, args.no_call_named, args.steer_named):
         if not os.path.exists(results):
             raise SystemExit("--write-fixture: give --ids, --no-call-bias, --no-call-doubt and --no-call-named, "
                              f"or evaluate first ({results} is missing)")
@@ -590,6 +594,8 @@ def write_fixture(args) -> int:
             args.no_call_doubt = last.get("no_call_doubt", 0.0)
         if args.no_call_named is None:
             args.no_call_named = last.get("no_call_named", 0.0)
+        if args.steer_named is None:
+            args.steer_named = last.get("steer_named", False)
     if not ids:
         ids = last["fixture_suggestion"]
         if len(ids) != 10:
@@ -608,7 +614,7 @@ def write_fixture(args) -> int:
             ex = found[i]
             line = {"id": i, "split": ex["split"], "family": ex["family"],
                     "request": request_of(ex, args.max_tokens, args.no_call_bias, args.span_strings,
-                                          args.no_call_doubt, args.no_call_named),
+                                          args.no_call_doubt, args.no_call_named, args.steer_named),
                     "gold": ex["calls"]}
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
     say(f"wrote {len(ids)} examples to {args.write_fixture}")
@@ -643,6 +649,11 @@ def parse_args(argv=None):
     ap.add_argument("--no-call-named", type=float, default=None, help="the requests' no_call_named, the credit "
                     "in that decision of calls whose tools the request names (default: from where the bias "
                     "comes; with --no-call-bias given, 0)")
+    ap.add_argument("--steer-named", dest="steer_named", action="store_const", const=True, default=None,
+                    help="the requests' steer_named: the first call's name is the one offered tool the request "
+                    "names (default: from where the bias comes; with --no-call-bias given, off)")
+    ap.add_argument("--no-steer-named", dest="steer_named", action="store_const", const=False,
+                    help="ask without the named steer")
     ap.add_argument("--no-span-strings", dest="span_strings", action="store_false",
                     help="ask without span strings (docs/toolcall.md, \"Span strings\"; default: with them, as "
                     "site/models.json's span_strings asks the page to)")
@@ -676,13 +687,16 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     source = "--no-call-bias"
     if args.no_call_bias is None:
-        args.no_call_bias, doubt, named, source = calibrated_decision(args.archive)
+        args.no_call_bias, doubt, named, steer, source = calibrated_decision(args.archive)
         if args.no_call_doubt is None:
             args.no_call_doubt = doubt
         if args.no_call_named is None:
             args.no_call_named = named
+        if args.steer_named is None:
+            args.steer_named = steer
     args.no_call_doubt = args.no_call_doubt or 0.0
     args.no_call_named = args.no_call_named or 0.0
+    args.steer_named = bool(args.steer_named)
 
     items = []  # (split, example, gold parsed exactly)
     for split in args.splits:
@@ -691,7 +705,7 @@ def main(argv=None) -> int:
             say(f"{split}: only {len(examples)} examples (asked for {args.count})")
         items += [(split, ex, gold) for ex, gold in examples]
     requests = [request_of(ex, args.max_tokens, args.no_call_bias, args.span_strings, args.no_call_doubt,
-                           args.no_call_named) for _s, ex, _g in items]
+                           args.no_call_named, args.steer_named) for _s, ex, _g in items]
     requests_path = os.path.join(args.out, "requests.jsonl")
     with open(requests_path, "w", encoding="utf-8") as f:
         for r in requests:
@@ -725,6 +739,7 @@ def main(argv=None) -> int:
                "data": os.path.abspath(args.data), "count_per_split": args.count, "skip": args.skip,
                "max_tokens": args.max_tokens, "no_call_bias": args.no_call_bias, "no_call_bias_from": source,
                "no_call_doubt": args.no_call_doubt, "no_call_named": args.no_call_named,
+               "steer_named": args.steer_named,
                "span_strings": args.span_strings,
                "engines": list(outputs),
                "commands": {e: engine_command(e, args, requests_path) for e in outputs if not e.startswith("float")}}
