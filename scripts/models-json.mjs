@@ -48,6 +48,10 @@ export function problems(list, modelsDir = path.join(root, 'models')) {
     const named = entry?.no_call_named;
     if (named !== undefined && typeof named !== 'number')
       out.push(`${where}: no_call_named ${JSON.stringify(named)} is not a number`);
+    // optional: the calibrated named steer (§8.4)
+    const steer = entry?.steer_named;
+    if (steer !== undefined && typeof steer !== 'boolean')
+      out.push(`${where}: steer_named ${JSON.stringify(steer)} is not true or false`);
     // optional: span strings for a model that only copies strings from the request (§8.5)
     const spans = entry?.span_strings;
     if (spans !== undefined && typeof spans !== 'boolean')

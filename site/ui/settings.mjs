@@ -79,7 +79,7 @@ export function samplingFields(s) {
 
 // The request fields the open model sets: a listed model's calibrated no-call bias, doubt and named
 // credit (its models.json `no_call_bias`, `no_call_doubt` and `no_call_named`, docs/toolcall.md §8.4)
-// when it has them, and span
+// when it has them, the named steer (`steer_named`, §8.4) and span
 // strings (`span_strings`, §8.5) when it asks for them; an archive opened from a file or an address
 // has none of them.
 export function modelFields(model) {
@@ -90,6 +90,7 @@ export function modelFields(model) {
   if (typeof doubt === 'number' && Number.isFinite(doubt) && doubt > 0) out.no_call_doubt = doubt;
   const named = model?.no_call_named;
   if (typeof named === 'number' && Number.isFinite(named) && named > 0) out.no_call_named = named;
+  if (model?.steer_named === true) out.steer_named = true;
   if (model?.span_strings === true) out.span_strings = true;
   return out;
 }

@@ -48,6 +48,8 @@ test('the check fails on each kind of disagreement', () => {
     assert.match(problems([{ ...good, no_call_doubt: true }], dir)[0], /no_call_doubt true is not a number$/);
     assert.deepEqual(problems([{ ...good, no_call_named: 6 }], dir), []);
     assert.match(problems([{ ...good, no_call_named: '6' }], dir)[0], /no_call_named "6" is not a number$/);
+    assert.deepEqual(problems([{ ...good, steer_named: true }], dir), []);
+    assert.match(problems([{ ...good, steer_named: 'yes' }], dir)[0], /steer_named "yes" is not true or false$/);
     assert.deepEqual(problems([{ ...good, span_strings: true }], dir), []);
     assert.deepEqual(problems([{ ...good, span_strings: false }], dir), []);
     assert.match(problems([{ ...good, span_strings: 'yes' }], dir)[0], /span_strings "yes" is not true or false$/);

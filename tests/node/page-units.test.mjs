@@ -121,7 +121,7 @@ test('settings: defaults (threads three quarters of the cores, 1 to 16), every f
   assert.equal(saveSettings({ setItem: () => { throw new Error('quota'); } }, kept), false);
 });
 
-test('the open model\'s fields: a listed model\'s no-call bias, doubt and named credit and span strings, nothing for an archive of one\'s own', () => {
+test('the open model\'s fields: a listed model\'s no-call bias, doubt, named credit and steer and span strings, nothing for an archive of one\'s own', () => {
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: 1.5 }), { no_call_bias: 1.5 });
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: -0.5 }), { no_call_bias: -0.5 });
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_bias: 1.5, span_strings: true }), { no_call_bias: 1.5, span_strings: true });
@@ -133,6 +133,8 @@ test('the open model\'s fields: a listed model\'s no-call bias, doubt and named 
     { no_call_bias: 1, no_call_doubt: 4, no_call_named: 8 });
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_named: 0 }), {});
   assert.deepEqual(modelFields({ name: 'needlework-tools', no_call_named: '8' }), {});
+  assert.deepEqual(modelFields({ name: 'needlework-tools', steer_named: true, span_strings: true }), { steer_named: true, span_strings: true });
+  for (const steer of [false, 'true', 1]) assert.deepEqual(modelFields({ name: 'needlework-tools', steer_named: steer }), {});
   for (const model of [{ name: 'x.cact', bytes: 10 }, { no_call_bias: 0 }, { no_call_bias: '1' }, { no_call_bias: NaN },
     { span_strings: false }, { span_strings: 'true' }, { span_strings: 1 }, null, undefined])
     assert.deepEqual(modelFields(model), {}, JSON.stringify(model));

@@ -32,11 +32,12 @@ test('the fixture: ten held-out requests (4 of A, 3 of B, 3 of C), each gold cal
   for (const c of cases) {
     assert.ok(c.id.startsWith(`${c.split}-`), c.id);
     assert.equal(typeof c.request.request, 'string');
-    // asked as the page asks it: with the shipped model's no-call bias, doubt and named credit and span
-    // strings from models.json
+    // asked as the page asks it: with the shipped model's no-call bias, doubt, named credit and steer and
+    // span strings from models.json
     assert.equal(c.request.no_call_bias ?? 0, shipped.no_call_bias ?? 0, `${c.id}: no_call_bias`);
     assert.equal(c.request.no_call_doubt ?? 0, shipped.no_call_doubt ?? 0, `${c.id}: no_call_doubt`);
     assert.equal(c.request.no_call_named ?? 0, shipped.no_call_named ?? 0, `${c.id}: no_call_named`);
+    assert.equal(c.request.steer_named ?? false, shipped.steer_named ?? false, `${c.id}: steer_named`);
     assert.equal(c.request.span_strings ?? false, shipped.span_strings ?? false, `${c.id}: span_strings`);
     const offered = new Set(c.request.tools.map((t) => t.name));
     for (const call of c.gold) assert.ok(offered.has(call.name), `${c.id}: ${call.name} is not offered`);
