@@ -330,10 +330,21 @@ std::vector<std::string> nameWords(std::string_view text) {
   return words;
 }
 
+// Name words too common in tool names to tell tools apart (docs/toolcall.md §8.4), sorted: the
+// verbs of a thousand APIs and the prefixes of service names. A request that says "set" names no
+// tool by it.
+constexpr std::string_view kToolVerbs[] = {
+    "add",  "api",  "app",    "cancel", "check",   "create", "delete", "fetch", "find", "get",
+    "list", "look", "lookup", "make",   "open",    "play",   "put",    "read",  "remove", "request",
+    "run",  "save", "search", "send",   "set",     "show",   "start",  "stop",  "svc",   "tool",
+    "turn", "update", "use"};
+
 bool namesTool(std::string_view request, std::string_view toolName) {
   const std::vector<std::string> said = nameWords(request), named = nameWords(toolName);
-  return std::any_of(named.begin(), named.end(),
-                     [&](const std::string& w) { return std::binary_search(said.begin(), said.end(), w); });
+  return std::any_of(named.begin(), named.end(), [&](const std::string& w) {
+    return !std::binary_search(std::begin(kToolVerbs), std::end(kToolVerbs), w) &&
+           std::binary_search(said.begin(), said.end(), w);
+  });
 }
 
 // Calls as the envelope writes them: [{"name", "arguments"}], compact.
@@ -460,6 +471,7 @@ struct Session::Run {
   static constexpr size_t kCallTextKept = 512;
   std::string callText;               // the call block's first bytes (after <tool_call>)
   std::optional<std::string> steerTo; // the one offered tool the request names (steer_named)
+  bool namesAnyTool = false;          // the request names an offered tool (the named credit, §8.4)
   std::vector<uint32_t> choiceMask, steerMask;
 
   Run(const SessionModel& m, Backend& b, const Request& r, std::optional<Prefix>& p)
@@ -732,9 +744,12 @@ struct Session::Run {
     if (empty.empty() || calls.empty()) return mask;  // no choice here (or none left by the budget)
     if (!margin) margin = logProbOf(empty) - logProbOf(calls);
     if (req.noCallBias == 0 && req.noCallDoubt == 0 && req.noCallNamed == 0) return mask;
-    // Empty only where no call could be kept once written: the named credit is the most it can get.
-    if (listChoice == ListChoice::Open)
-      listChoice = *margin + req.noCallBias - req.noCallNamed > 0 ? ListChoice::Empty : ListChoice::Calls;
+    // Empty only where no call could be kept once written: the named credit is the most a call can
+    // get, and none can get it when the request names no offered tool.
+    if (listChoice == ListChoice::Open) {
+      const double credit = namesAnyTool ? req.noCallNamed : 0.0;
+      listChoice = *margin + req.noCallBias - credit > 0 ? ListChoice::Empty : ListChoice::Calls;
+    }
     choiceMask.assign(maskWords(model.vocab()), 0);
     for (uint32_t id : listChoice == ListChoice::Empty ? empty : calls) maskAllow(choiceMask.data(), id);
     return choiceMask.data();
@@ -901,6 +916,8 @@ struct Session::Run {
     checkRequest();
     chooseTools();
     if (req.steerNamed) steerTo = namedTool();
+    namesAnyTool = std::any_of(offered.begin(), offered.end(),
+                               [&](const Tool& t) { return namesTool(userText(), t.name); });
     try {
       preparePrompt();
     } catch (const Refusal&) {

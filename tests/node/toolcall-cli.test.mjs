@@ -97,9 +97,10 @@ test('the same request and seed give the same envelope in needle-run and needle-
     // keeps the calls and a high one that withdraws them
     for (const [seed, doubt] of [[16, 100], [22, 100], [16, 0.5], [22, 0.5]])
       lines.push({ tools: [WEATHER, TIMER], request: 'Set a timer for 5 minutes', temperature: 1, seed, max_tokens: 96, no_call_bias: -100, no_call_doubt: doubt });
-    // the named credit (§8.4): a bias that would close the list, a credit that opens it, and the calls
-    // kept where the request names their tool ("timer") and withdrawn where it does not
-    for (const [request, seed] of [['Set a timer for 5 minutes', 4], ['Start one for 5 minutes', 4], ['Set a timer for 5 minutes', 22], ['Start one for 5 minutes', 22]])
+    // the named credit (§8.4): a bias that would close the list, a credit that opens it where the
+    // request names a tool, and the calls kept where the request names their tools and withdrawn where
+    // it does not ("Five minutes of weather" names get_weather, not set_timer)
+    for (const [request, seed] of [['Set a timer for 5 minutes', 4], ['Five minutes of weather', 4], ['Set a timer for 5 minutes', 22], ['Five minutes of weather', 22]])
       lines.push({ tools: [WEATHER, TIMER], request, temperature: 1, seed, max_tokens: 96, no_call_bias: 50, no_call_named: 60 });
     // the named steer (§8.4): "weather" names get_weather alone, so every first call is get_weather
     for (const seed of [3, 9, 15])
