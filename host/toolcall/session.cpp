@@ -836,7 +836,7 @@ struct Session::Run {
   const uint32_t* applySteer(const uint32_t* mask) {
     static const std::string kOpen = "[{\"name\":\"";
     if (!mask || !steerTo || !inCall || callText.size() >= kCallTextKept) return mask;
-    const std::string want = *steerTo + "\"";  // the name and its closing quote (no escapes: namedTool)
+    const std::string want = *steerTo + "\"";  // the name and its closing quote (no escapes: findNamedTools)
     if (callText.size() < kOpen.size()) {
       if (kOpen.compare(0, callText.size(), callText) != 0) return mask;
     } else {
@@ -862,15 +862,19 @@ struct Session::Run {
     return steerMask.data();
   }
 
-  // steer_named: the one offered tool the request names, when its name needs no JSON escape.
-  std::optional<std::string> namedTool() const {
-    std::vector<const Tool*> named;
+  // The named credit and steer (§8.4), once the tools are chosen: whether the user's request names
+  // an offered tool, and with steer_named the one it names, when only one and its name needs no JSON
+  // escape (printable ASCII without '"' and '\\').
+  void findNamedTools() {
+    const std::string request = userText();
+    std::vector<std::string> named;
     for (const Tool& t : offered)
-      if (namesTool(userText(), t.name)) named.push_back(&t);
-    if (named.size() != 1) return std::nullopt;
-    for (unsigned char c : named[0]->name)
-      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return std::nullopt;
-    return named[0]->name;
+      if (namesTool(request, t.name)) named.push_back(t.name);
+    namesAnyTool = !named.empty();
+    if (!req.steerNamed || named.size() != 1) return;
+    for (unsigned char c : named[0])
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return;
+    steerTo = named[0];
   }
 
   // The no-call decision's envelope fields and its second half (§8.4), once the reply is read: the
@@ -915,9 +919,7 @@ struct Session::Run {
     start = backend.nowMs();
     checkRequest();
     chooseTools();
-    if (req.steerNamed) steerTo = namedTool();
-    namesAnyTool = std::any_of(offered.begin(), offered.end(),
-                               [&](const Tool& t) { return namesTool(userText(), t.name); });
+    findNamedTools();
     try {
       preparePrompt();
     } catch (const Refusal&) {

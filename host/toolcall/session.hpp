@@ -120,7 +120,8 @@ constexpr uint32_t kNoCallNamedLimit = 100;
 // The name words of a text (docs/toolcall.md §8.4): its runs of three or more ASCII letters, split
 // where a lower-case letter meets an upper-case one (camelCase), lower-cased, a final "s" dropped.
 std::vector<std::string> nameWords(std::string_view text);
-// Whether `request` names the tool `toolName`: they share a name word.
+// Whether `request` names the tool `toolName`: they share a name word that is not a tool verb
+// ("set", "get", "search" ...: kToolVerbs in session.cpp).
 bool namesTool(std::string_view request, std::string_view toolName);
 
 // One request (docs/toolcall.md, "The request"; parseRequest reads its JSON form).

@@ -31,8 +31,8 @@ export class Conversation {
 }
 
 // The reply text a finished envelope is kept as: its text as generated, except that a reply whose
-// calls the no-call doubt withdrew (docs/toolcall.md §8.4) is kept as the empty call list it counts
-// as, so that the model is not told later that it made those calls.
+// calls the no-call decision withdrew after they were written (docs/toolcall.md §8.4) is kept as the
+// empty call list it counts as, so that the model is not told later that it made those calls.
 export function keptReply(envelope) {
   return envelope.withdrawn_calls?.length > 0 ? '<tool_call>[]</tool_call>' : envelope.text;
 }

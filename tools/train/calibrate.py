@@ -95,24 +95,22 @@ def parse_args(argv=None):
     ap.add_argument("--reuse", action="store_true", help="read a bias's earlier results.json in OUT when it "
                     "is for the same archive, data, requests and settings instead of evaluating it again")
     args = ap.parse_args(argv)
-    try:
-        args.biases = sorted({float(b) for b in args.biases.split(",") if b.strip()})
-    except ValueError:
-        ap.error(f"--biases: not a comma list of numbers: {args.biases!r}")
+
+    def numbers(flag: str, text: str, low: float | None = None, what: str = "") -> list:
+        """A flag's comma list as sorted distinct numbers; with `low`, each above it and at most 100."""
+        try:
+            values = sorted({float(x) for x in text.split(",") if x.strip()})
+        except ValueError:
+            ap.error(f"{flag}: not a comma list of numbers: {text!r}")
+        if low is not None and any(not low < x <= 100 for x in values):
+            ap.error(f"{flag}: each {what} must be above {low:g} and at most 100")
+        return values
+
+    args.biases = numbers("--biases", args.biases)
     if not args.biases:
         ap.error("--biases: give at least one bias")
-    try:
-        args.doubts = sorted({float(w) for w in args.doubts.split(",") if w.strip()})
-    except ValueError:
-        ap.error(f"--doubts: not a comma list of numbers: {args.doubts!r}")
-    if any(not 0 < w <= 100 for w in args.doubts):
-        ap.error("--doubts: each weight must be above 0 and at most 100")
-    try:
-        args.named = sorted({float(v) for v in args.named.split(",") if v.strip()})
-    except ValueError:
-        ap.error(f"--named: not a comma list of numbers: {args.named!r}")
-    if any(not 0 < v <= 100 for v in args.named):
-        ap.error("--named: each credit must be above 0 and at most 100")
+    args.doubts = numbers("--doubts", args.doubts, 0, "weight")
+    args.named = numbers("--named", args.named, 0, "credit")
     if args.skip < 0 or args.count < 1 or args.jobs < 1:
         ap.error("--skip must be at least 0, --count and --jobs at least 1")
     if args.out is None:

@@ -125,28 +125,28 @@ TEST_CASE("needle-run prints the session's envelope with the engine's numerics",
   const Result far = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-bias 101 hi");
   REQUIRE(far.status == 2);
   REQUIRE(far.err.find("--no-call-bias must be from -100 to 100") != std::string::npos);
-  // --no-call-doubt reaches the session: the session's envelope for the same bias and weight.
-  const Result doubted = run(dir, "--archive " + archive + " --tools " + tools +
-                                      " --temperature 1 --seed 42 --no-call-bias -1 --no-call-doubt 0.5 " +
-                                      quote("What's the weather in Paris?"));
-  REQUIRE(doubted.status == 0);
+  // --no-call-doubt, --no-call-named and --steer-named reach the session: its envelope for the same
+  // settings; a weight or credit out of range is refused with the range.
+  auto sameAsSession = [&](const std::string& flags, const tc::Request& r) {
+    const Result out = run(dir, "--archive " + archive + " --tools " + tools + " --temperature 1 --seed 42 " + flags +
+                                    " " + quote("What's the weather in Paris?"));
+    REQUIRE(out.status == 0);
+    REQUIRE(essence(out.out) == essence(tc::envelopeJson(session.complete(native, r))));
+  };
   request.noCallBias = -1;
   request.noCallDoubt = 0.5f;
-  REQUIRE(essence(doubted.out) == essence(tc::envelopeJson(session.complete(native, request))));
-  const Result negative = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-doubt -1 hi");
-  REQUIRE(negative.status == 2);
-  REQUIRE(negative.err.find("--no-call-doubt must be from 0 to 100") != std::string::npos);
-  // --no-call-named reaches the session: the session's envelope for the same bias, weight and credit.
-  const Result credited = run(dir, "--archive " + archive + " --tools " + tools +
-                                       " --temperature 1 --seed 42 --no-call-bias 1 --no-call-doubt 0.5 --no-call-named 3 " +
-                                       quote("What's the weather in Paris?"));
-  REQUIRE(credited.status == 0);
+  sameAsSession("--no-call-bias -1 --no-call-doubt 0.5", request);
   request.noCallBias = 1;
   request.noCallNamed = 3;
-  REQUIRE(essence(credited.out) == essence(tc::envelopeJson(session.complete(native, request))));
-  const Result over = run(dir, "--archive " + archive + " --tools " + tools + " --no-call-named 100.5 hi");
-  REQUIRE(over.status == 2);
-  REQUIRE(over.err.find("--no-call-named must be from 0 to 100") != std::string::npos);
+  sameAsSession("--no-call-bias 1 --no-call-doubt 0.5 --no-call-named 3", request);
+  request.steerNamed = true;
+  sameAsSession("--no-call-bias 1 --no-call-doubt 0.5 --no-call-named 3 --steer-named", request);
+  for (const auto& [flag, range] : {std::pair{"--no-call-doubt -1", "--no-call-doubt must be from 0 to 100"},
+                                    std::pair{"--no-call-named 100.5", "--no-call-named must be from 0 to 100"}}) {
+    const Result refused = run(dir, "--archive " + archive + " --tools " + tools + " " + flag + " hi");
+    REQUIRE(refused.status == 2);
+    REQUIRE(refused.err.find(range) != std::string::npos);
+  }
 }
 
 TEST_CASE("needle-run --history and --batch", "[session][cli]") {
