@@ -167,7 +167,10 @@ def worked_out(rows: list, bias: float, doubt: float, named: float = 0.0) -> dic
     """The exact matches per split of asking with (bias, doubt, named), worked out from the forced calls
     as the session decides (docs/toolcall.md §8.4): the list is empty when margin + bias - named > 0,
     and the calls are withdrawn when margin + bias + doubt x the call's doubt - named x [the request
-    names them] > 0; a reply with no decision (no margin) stands."""
+    names them] > 0; a reply with no decision (no margin) stands. (The session subtracts the credit
+    where the list opens only when the request names an offered tool; where it names none, its calls
+    are unnamed and withdrawn by the second rule whenever the first would close the list, so the
+    outcome is the same.)"""
     row = {s: 0 for s in evaluate.SPLITS}
     for split, gold, margin, call_doubt, calls, calls_named in rows:
         if margin is not None:
