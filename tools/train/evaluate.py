@@ -584,8 +584,8 @@ def write_fixture(args) -> int:
     results = os.path.join(args.out, "results.json")
     if not ids or None in (args.no_call_bias, args.no_call_doubt, args.no_call_named, args.steer_named):
         if not os.path.exists(results):
-            raise SystemExit("--write-fixture: give --ids, --no-call-bias, --no-call-doubt and --no-call-named, "
-                             f"or evaluate first ({results} is missing)")
+            raise SystemExit("--write-fixture: give --ids, --no-call-bias, --no-call-doubt, --no-call-named and "
+                             f"--steer-named or --no-steer-named, or evaluate first ({results} is missing)")
         with open(results, encoding="utf-8") as f:
             last = json.load(f)
         if args.no_call_bias is None:
